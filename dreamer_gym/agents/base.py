@@ -1,0 +1,73 @@
+"""The downstream-agent protocol shared by the memory-following agent and LLM agents."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from dreamer_gym.memory import MemoryEntry
+from dreamer_gym.memory.hashing import content_hash
+from dreamer_gym.suites.base import EpisodeTask, TaskSuite
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """What defines a downstream agent's behaviour; its hash is part of every evaluation-cache key."""
+
+    name: str = field(default="memory-following", metadata={"help": "agent implementation"})
+    top_k: int = field(default=6, metadata={"help": "entries retrieved into the agent's context"})
+    max_steps: int = field(default=80, metadata={"help": "simulator steps per episode"})
+
+    def __post_init__(self) -> None:
+        if self.top_k < 1:
+            raise ValueError(f"Expected `top_k` to be a positive int, got {self.top_k}")
+        if self.max_steps < 1:
+            raise ValueError(f"Expected `max_steps` to be a positive int, got {self.max_steps}")
+
+    @property
+    def key(self) -> str:
+        return content_hash(asdict(self))
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    task: EpisodeTask
+    score: float  # clipped to [0, 100]
+    raw_score: float  # as the suite reported it
+    steps: int
+    success: bool
+    actions: tuple[str, ...] = ()
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "family": self.task.family,
+            "variation": self.task.variation,
+            "score": self.score,
+            "raw_score": self.raw_score,
+            "steps": self.steps,
+            "success": self.success,
+            "actions": list(self.actions),
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EpisodeResult:
+        return cls(
+            task=EpisodeTask(data["family"], int(data["variation"])),
+            score=float(data["score"]),
+            raw_score=float(data["raw_score"]),
+            steps=int(data["steps"]),
+            success=bool(data["success"]),
+            actions=tuple(data.get("actions", ())),
+            error=data.get("error"),
+        )
+
+
+class DownstreamAgent(Protocol):
+    """Plays one episode given the entries retrieved for it. Must be deterministic given its inputs
+    (the evaluation cache relies on it)."""
+
+    config: AgentConfig
+
+    def play(self, suite: TaskSuite, task: EpisodeTask, entries: Sequence[MemoryEntry], seed: int) -> EpisodeResult: ...

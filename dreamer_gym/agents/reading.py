@@ -1,0 +1,81 @@
+"""Reading memory content: pull executable actions out of free text by the suite's action grammar.
+
+The same procedure written as numbered steps, as prose or as a comma-separated list yields the same
+actions, so the agent rewards what a memory *says*, not how it is formatted.
+"""
+from __future__ import annotations
+
+import re
+
+# ScienceWorld's action verbs, longest first so "look around" wins over "look".
+VERBS: tuple[str, ...] = (
+    "look around", "look at", "look in", "teleport to", "pick up", "put down", "focus on", "go to",
+    "deactivate", "activate", "disconnect", "connect", "examine", "inventory", "open", "close", "move",
+    "use", "pour", "mix", "wait1", "wait", "eat", "read", "dunk", "flush",
+)
+_VERB_RE = re.compile(r"\b(" + "|".join(re.escape(v) for v in VERBS) + r")\b")
+_SPLIT_RE = re.compile(r"\n\s*(?:step\s*)?\d+[.):]\s+|^\s*(?:step\s*)?\d+[.):]\s+|\n|;|\||(?:^|\s)\d+[.)]\s|,\s*(?:and\s+)?(?:then\s+)?|\.\s+|\.$|\s+->\s+|\s*→\s*")
+_JOINERS = re.compile(r"\s+(?:and then|then|and|after that|next|finally)\s+")
+_ARTICLES = re.compile(r"\b(?:the|a|an)\b\s*")
+_TRAIL = re.compile(r"[\s.,;:!?\"')]+$")
+_LEAD = re.compile(r"^(?:first|then|next|finally|after that|now|step \d+:?)\s*,?\s*")
+_SLOT = re.compile(r"<([^<>]{1,40})>")
+_NUMBER_ANSWER = re.compile(r"^\s*(?:answer\s+)?(\d)\s*$")
+
+
+def _clauses(text: str) -> list[str]:
+    parts: list[str] = []
+    for chunk in _SPLIT_RE.split(text.lower()):
+        if not chunk or not chunk.strip():
+            continue
+        # split "X and Y" / "X then Y" only where the right side starts with a verb
+        pieces = [chunk]
+        for joiner in _JOINERS.finditer(chunk):
+            right = chunk[joiner.end():]
+            if _VERB_RE.match(right):
+                pieces = [chunk[: joiner.start()], right]
+                pieces = [pieces[0], *_clauses(pieces[1])]
+                break
+        parts.extend(p for p in pieces if p.strip())
+    return parts
+
+
+def extract_actions(text: str) -> list[str]:
+    """Executable actions in ``text`` in order. Articles are dropped, ``<slots>`` kept."""
+    actions: list[str] = []
+    for clause in _clauses(text):
+        clause = _LEAD.sub("", clause.strip())
+        number = _NUMBER_ANSWER.match(clause)
+        if number:  # an answer to an ambiguity question, as in gold paths
+            actions.append(number.group(1))
+            continue
+        match = _VERB_RE.search(clause)
+        if match is None:
+            continue
+        action = clause[match.start():]
+        action = _TRAIL.sub("", _ARTICLES.sub("", action)).strip()
+        action = re.sub(r"\s+", " ", action)
+        if action:
+            actions.append(action)
+    return actions
+
+
+def slots(action: str) -> list[str]:
+    """Slot names in an action (``"move <seed> to <pot>"`` → ``["seed", "pot"]``)."""
+    return _SLOT.findall(action)
+
+
+def fill(action: str, bindings: dict[str, str]) -> str:
+    return _SLOT.sub(lambda m: bindings.get(m.group(1), m.group(0)), action)
+
+
+def forbidden_actions(pitfall_texts: list[str]) -> set[str]:
+    """Actions that pitfall entries warn against ("do not focus on the wall", "avoid: ...")."""
+    banned: set[str] = set()
+    for text in pitfall_texts:
+        for sentence in re.split(r"[.\n;]", text.lower()):
+            if re.search(r"\b(?:do not|don't|never|avoid|instead of|must not)\b", sentence):
+                tail = re.split(r"\b(?:do not|don't|never|avoid|instead of|must not)\b:?", sentence, maxsplit=1)[1]
+                tail = re.split(r"\b(?:before|until|when|unless|because|since)\b", tail)[0]
+                banned.update(a for a in extract_actions(tail) if not slots(a))
+    return banned

@@ -1,0 +1,29 @@
+"""Error hierarchy: programmer and configuration errors only.
+
+Bad *policy* output never raises: the environment answers it with an error observation.
+"""
+from __future__ import annotations
+
+
+class DreamerGymError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class ConfigError(DreamerGymError, ValueError):
+    """A configuration value is invalid; the message names the field and the fix."""
+
+
+class FrozenParameterError(ConfigError):
+    """Someone tried to override a parameter that defines a frozen benchmark track."""
+
+
+class StoreError(DreamerGymError):
+    """The SQLite store refused an operation (e.g. rewriting a stored bank version)."""
+
+
+class SuiteError(DreamerGymError, RuntimeError):
+    """The underlying simulator misbehaved (JVM died, unknown task, ...)."""
+
+
+class PoolHashMismatch(DreamerGymError):
+    """A rebuilt or loaded bank pool does not match the hash pinned in the env spec."""
