@@ -76,7 +76,9 @@ class MemoryFollowingAgent:
 
     # --- retrieval (also used by the evaluator to build cache keys) -------------------------------
     def retrieve(self, description: str, entries: Sequence[MemoryEntry]) -> list[MemoryEntry]:
-        return BM25Retriever(entries).top_k(description, self.config.top_k)
+        """Top entries for the task; the goal sentence counts three times (it names the task family)."""
+        goal = description.split(".")[0]
+        return BM25Retriever(entries).top_k(f"{description} {goal} {goal}", self.config.top_k)
 
     # --- playing ------------------------------------------------------------------------------------
     def play(self, suite: TaskSuite, task: EpisodeTask, entries: Sequence[MemoryEntry], seed: int = 0) -> EpisodeResult:

@@ -14,7 +14,9 @@ _STOP = frozenset(
 
 
 def _terms(text: str) -> list[str]:
-    return [t for t in tokenize(text) if t.isalnum() and t not in _STOP]
+    """Unigrams plus adjacent bigrams, so "a(n) living thing" is told apart from "a(n) non-living thing"."""
+    words = [t for t in tokenize(text) if t.isalnum() and t not in _STOP]
+    return words + [f"{a}_{b}" for a, b in zip(words, words[1:])]
 
 
 class BM25Retriever:

@@ -1,0 +1,36 @@
+"""The consolidator protocol and a runner that plays one env episode with it."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+import gymnasium as gym
+
+
+class Consolidator(Protocol):
+    """A policy on `ConsolidationEnv`: yields one JSON tool call at a time."""
+
+    name: str
+
+    def actions(self, env: gym.Env, obs: dict[str, Any], info: dict[str, Any]) -> Iterator[str]: ...
+
+
+def call(tool: str, **args: Any) -> str:
+    return json.dumps({"tool": tool, **args})
+
+
+def run_episode(env: gym.Env, policy: Consolidator, seed: int | None = None,
+                options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Reset, feed the policy's tool calls until the episode ends; return the final info with the
+    summed reward under ``"return"``. A policy that stops early gets a commit appended."""
+    obs, info = env.reset(seed=seed, options=options)
+    total = 0.0
+    calls = policy.actions(env, obs, info)
+    while True:
+        action = next(calls, call("commit"))
+        obs, reward, terminated, truncated, info = env.step(action)
+        total += reward
+        if terminated or truncated:
+            info["return"] = total
+            return info

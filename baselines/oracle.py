@@ -1,0 +1,122 @@
+"""The oracle consolidator (upper reference) and the decoys that check the reward's validity.
+
+The oracle's procedures are abstractions of the suite's gold paths on TRAIN variations: navigation
+prefixes dropped, variation-specific values replaced by ``<slots>``. They were written by hand from
+those gold paths (listed here, in the open), and its facts are mined from the gold paths
+programmatically. Because the oracle and the memory-following agent come from the same hands, two
+decoys check that the reward measures content and not format:
+
+* ``prose-oracle``: the oracle's procedures rephrased as prose; must score like the oracle;
+* ``wrong-procedures``: well-formatted procedures with the wrong steps; must score below the raw region.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import gymnasium as gym
+
+from baselines.base import call
+
+ABSTRACT_PROCEDURES: dict[str, str] = {
+    "chemistry-mix": "go to kitchen, open cupboard, pick up tin cup, look around, pick up recipe, "
+    "read recipe in inventory, look around, focus on <substance>",
+    "find-animal": "go to outside, look around, focus on <animal>, pick up <animal>, go to kitchen, "
+    "move <animal> in inventory to <color> box",
+    "find-living-thing": "go to outside, look around, focus on <living thing>, pick up <living thing>, "
+    "go to kitchen, move <living thing> in inventory to <color> box",
+    "find-non-living-thing": "go to kitchen, look around, focus on <non-living thing>, "
+    "move <non-living thing> to <color> box",
+    "grow-plant": "go to <room>, look around, pick up seed jar, go to greenhouse, look around, "
+    "move <seed> in seed jar to flower pot 1, focus on <seed> in flower pot 1"
+    + ", activate sink, move jug to sink, pour jug into flower pot 1, deactivate sink, wait1, wait1, wait1, wait1" * 4,
+    "power-component": "go to workshop, look around, focus on <color> light bulb, "
+    "connect battery anode to <wire 1> terminal 1, connect battery cathode to <wire 2> terminal 1, "
+    "connect <wire 1> terminal 2 to cathode in <color> light bulb, "
+    "connect <wire 2> terminal 2 to anode in <color> light bulb, wait1, wait1",
+}
+CATEGORY = {"find-animal": "animal", "find-living-thing": "living thing", "find-non-living-thing": "non-living thing"}
+
+
+def _family_task(env: gym.Env, family: str) -> str:
+    """The task's goal as the suite words it on TRAIN variations ("find a(n) living thing")."""
+    texts = env.unwrapped.pool.trajectories.values()
+    for traj in sorted(texts, key=lambda t: t.id):
+        if traj.family == family:
+            return traj.task_description.split(".")[0].replace("Your task is to ", "").strip()
+    return family.replace("-", " ")
+
+
+def category_facts(family: str, gold_paths: dict[int, tuple[str, ...]]) -> list[str]:
+    """Facts mined from train gold paths: which objects belong to the task's category."""
+    if family not in CATEGORY:
+        return []
+    seen: list[str] = []
+    for path in gold_paths.values():
+        for action in path:
+            m = re.match(r"focus on (.+)$", action)
+            if m:
+                name = re.sub(r"^(?:egg |baby |adult |young )+| egg$| in .*$", "", m.group(1)).strip()
+                if name and name not in seen:
+                    seen.append(name)
+    return [f"Examples of a {CATEGORY[family]}: " + ", ".join(seen) + "."] if seen else []
+
+
+def _anchor(info: dict[str, Any]) -> list[str]:
+    procs = [e["id"] for e in info["region"] if e["kind"] == "procedure"]
+    return (procs or [e["id"] for e in info["region"]])[:8]
+
+
+class OracleConsolidator:
+    name = "oracle"
+
+    def texts(self, env: gym.Env, family: str) -> list[tuple[str, str]]:
+        pool = env.unwrapped.pool
+        out = []
+        if family in ABSTRACT_PROCEDURES:
+            out.append(("procedure", f"To {_family_task(env, family)}: {ABSTRACT_PROCEDURES[family]}."))
+        out += [("fact", f) for f in category_facts(family, pool.train_gold.get(family, {}))]
+        return out
+
+    def actions(self, env: gym.Env, obs: dict[str, Any], info: dict[str, Any]) -> Iterator[str]:
+        if not info["region"]:
+            yield call("commit")
+            return
+        for kind, text in self.texts(env, info["family"]):
+            yield call("emit", kind=kind, text=text, provenance=_anchor(info))
+        yield call("commit")
+
+
+def as_prose(steps_text: str) -> str:
+    """Rephrase a comma-separated procedure as sentences with varied connectives."""
+    steps = [s.strip() for s in steps_text.split(",") if s.strip()]
+    joiners = ["First, {}.", "After that, {}.", "Next you should {}.", "Then {}.", "Once done, {}."]
+    sentences = [joiners[0].format(steps[0])] if steps else []
+    for i, step in enumerate(steps[1:], start=1):
+        sentences.append(joiners[1 + (i % (len(joiners) - 1))].format(step))
+    return " ".join(sentences)
+
+
+class ProseOracleDecoy(OracleConsolidator):
+    name = "prose-oracle"
+
+    def texts(self, env: gym.Env, family: str) -> list[tuple[str, str]]:
+        out = []
+        for kind, text in super().texts(env, family):
+            if kind == "procedure":
+                head, _, body = text.partition(": ")
+                text = f"{head}. " + as_prose(body.rstrip("."))
+            out.append((kind, text))
+        return out
+
+
+class WrongProcedureDecoy(OracleConsolidator):
+    """Well-formatted, on-topic procedures whose steps belong to another family."""
+
+    name = "wrong-procedures"
+
+    def texts(self, env: gym.Env, family: str) -> list[tuple[str, str]]:
+        families = sorted(ABSTRACT_PROCEDURES)
+        other = families[(families.index(family) + 1) % len(families)] if family in families else families[0]
+        return [("procedure", f"To {_family_task(env, family)}: {ABSTRACT_PROCEDURES[other]}.")]

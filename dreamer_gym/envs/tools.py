@@ -1,0 +1,195 @@
+"""Tool-call parsing and the tool implementations. Bad calls become :class:`ToolError` messages,
+which the env turns into observations: nothing a policy sends can raise out of ``step``."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from dreamer_gym.memory import KINDS, BM25Retriever, MemoryBank, MemoryEntry, Provenance, Trajectory, count_tokens
+from dreamer_gym.memory.regions import Region
+
+TOOLS: dict[str, str] = {
+    "read_entry": '{"tool": "read_entry", "id": ENTRY_ID} - show one region entry with its provenance',
+    "read_trajectory": '{"tool": "read_trajectory", "id": TRAJ_ID, "start": 0, "end": 10} - steps of a linked trajectory',
+    "search": '{"tool": "search", "query": TEXT, "k": 5} - BM25 search over the region',
+    "keep": '{"tool": "keep", "ids": [ENTRY_ID, ...]} - carry region entries over verbatim',
+    "emit": '{"tool": "emit", "kind": "procedure|insight|fact|pitfall", "text": TEXT, "provenance": [ENTRY_ID or '
+    '{"trajectory_id": ID, "start": S, "end": E}]} - add a new entry',
+    "retract": '{"tool": "retract", "index": N} - drop the N-th emitted or kept entry',
+    "commit": '{"tool": "commit"} - replace the region with what was emitted and get the reward',
+}
+MAX_TRAJECTORY_STEPS = 20
+
+
+class ToolError(Exception):
+    """A bad tool call; its message goes back to the policy."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    args: dict[str, Any]
+
+
+def parse_action(action: Any) -> ToolCall:
+    """Accept ``{"tool": NAME, ...}`` or an OpenAI-style ``{"name": NAME, "arguments": {...}}``."""
+    if not isinstance(action, str):
+        raise ToolError(f"expected the action to be a JSON string, got {type(action).__name__}")
+    try:
+        data = json.loads(action)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ToolError(f"action is not valid JSON ({exc.__class__.__name__}): send one JSON object") from None
+    if not isinstance(data, dict):
+        raise ToolError(f"expected a JSON object, got {type(data).__name__}")
+    if "function" in data and isinstance(data["function"], dict):  # {"type": "function", "function": {...}}
+        data = data["function"]
+    if "tool" in data:
+        name, args = data["tool"], {k: v for k, v in data.items() if k != "tool"}
+    elif "name" in data:
+        name, args = data["name"], data.get("arguments", {})
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except (json.JSONDecodeError, RecursionError):
+                raise ToolError("`arguments` is a string but not valid JSON") from None
+    else:
+        raise ToolError('missing "tool": expected {"tool": NAME, ...}')
+    if not isinstance(name, str) or name not in TOOLS:
+        raise ToolError(f"unknown tool {str(name)[:40]!r}; tools: {sorted(TOOLS)}")
+    if not isinstance(args, dict):
+        raise ToolError("tool arguments must be a JSON object")
+    return ToolCall(name, args)
+
+
+def _int(args: dict[str, Any], key: str, default: int | None = None) -> int:
+    value = args.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ToolError(f"`{key}` must be an integer, got {str(value)[:40]!r}")
+    return value
+
+
+def _str(args: dict[str, Any], key: str) -> str:
+    value = args.get(key)
+    if not isinstance(value, str) or not value:
+        raise ToolError(f"`{key}` must be a non-empty string")
+    return value
+
+
+@dataclass
+class Workspace:
+    """One consolidation episode's state: the read-only region and what has been emitted so far."""
+
+    bank: MemoryBank
+    region: Region
+    trajectories: dict[str, Trajectory]
+    family: str
+    max_emitted: int
+    max_entry_tokens: int
+    emitted: list[MemoryEntry] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.entries: dict[str, MemoryEntry] = {i: self.bank.get(i) for i in self.region.entry_ids}  # type: ignore[misc]
+        self.linked: set[str] = {p.trajectory_id for e in self.entries.values() for p in e.provenance}
+        self._retriever = BM25Retriever(list(self.entries.values()))
+
+    def _entry(self, args: dict[str, Any]) -> MemoryEntry:
+        entry_id = _str(args, "id")
+        if entry_id not in self.entries:
+            raise ToolError(f"no entry {entry_id[:40]!r} in this region")
+        return self.entries[entry_id]
+
+    def read_entry(self, args: dict[str, Any]) -> str:
+        return json.dumps(self._entry(args).to_dict(), ensure_ascii=False)
+
+    def read_trajectory(self, args: dict[str, Any]) -> str:
+        traj_id = _str(args, "id")
+        if traj_id not in self.linked or traj_id not in self.trajectories:
+            raise ToolError(f"trajectory {traj_id[:40]!r} is not linked from this region's provenance")
+        traj = self.trajectories[traj_id]
+        start = _int(args, "start", 0)
+        end = _int(args, "end", min(start + MAX_TRAJECTORY_STEPS - 1, len(traj.steps) - 1))
+        if start < 0 or end < start or start >= len(traj.steps):
+            raise ToolError(f"bad step range [{start}, {end}] for a trajectory of {len(traj.steps)} steps")
+        end = min(end, start + MAX_TRAJECTORY_STEPS - 1, len(traj.steps) - 1)
+        lines = [f"trajectory {traj.id} ({traj.family} v{traj.variation}): {traj.task_description}"]
+        for i in range(start, end + 1):
+            s = traj.steps[i]
+            lines.append(f"[{i}] > {s.action} | score {s.score:g} | {s.observation[:200]}")
+        return "\n".join(lines)
+
+    def search(self, args: dict[str, Any]) -> str:
+        query = _str(args, "query")
+        k = _int(args, "k", 5)
+        if not 1 <= k <= 50:
+            raise ToolError("`k` must be between 1 and 50")
+        hits = self._retriever.top_k(query[:2000], k)
+        return "\n".join(f"{e.id} ({e.kind}) {e.text[:160]}" for e in hits) or "no matches"
+
+    @property
+    def n_new(self) -> int:
+        """Entries written by `emit` (kept entries are carried over and do not use the emit budget)."""
+        return sum(1 for e in self.emitted if e.id not in self.entries)
+
+    def _check_room(self) -> None:
+        if self.n_new >= self.max_emitted:
+            raise ToolError(f"emit budget: at most {self.max_emitted} new entries; retract one or commit")
+
+    def keep(self, args: dict[str, Any]) -> str:
+        ids = args.get("ids")
+        if isinstance(ids, str):
+            ids = [ids]
+        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+            raise ToolError("`ids` must be a non-empty list of entry ids")
+        unknown = [i for i in ids if i not in self.entries]
+        if unknown:
+            raise ToolError(f"not in this region: {[u[:40] for u in unknown[:5]]}")
+        new = [self.entries[i] for i in dict.fromkeys(ids) if self.entries[i] not in self.emitted]
+        self.emitted.extend(new)
+        return f"kept {len(new)} entries; the new region holds {len(self.emitted)}"
+
+    def _provenance(self, raw: Any) -> tuple[Provenance, ...]:
+        if not isinstance(raw, list) or not raw:
+            raise ToolError("`provenance` must be a non-empty list of region entry ids or trajectory ranges")
+        out: list[Provenance] = []
+        for item in raw[:32]:
+            if isinstance(item, str):
+                if item not in self.entries:
+                    raise ToolError(f"provenance {item[:40]!r} is not an entry of this region")
+                out.extend(self.entries[item].provenance)
+            elif isinstance(item, dict):
+                tid = item.get("trajectory_id")
+                if not isinstance(tid, str) or tid not in self.linked:
+                    raise ToolError(f"provenance trajectory {str(tid)[:40]!r} is not linked from this region")
+                start, end = _int(item, "start", 0), _int(item, "end", 0)
+                if not 0 <= start <= end < len(self.trajectories[tid].steps):
+                    raise ToolError(f"provenance range [{start}, {end}] is outside trajectory {tid}")
+                out.append(Provenance(tid, start, end))
+            else:
+                raise ToolError("each provenance item is an entry id or {trajectory_id, start, end}")
+        return tuple(sorted(set(out)))
+
+    def emit(self, args: dict[str, Any]) -> str:
+        kind = args.get("kind")
+        if kind not in KINDS:
+            raise ToolError(f"`kind` must be one of {list(KINDS)}, got {str(kind)[:40]!r}")
+        text = _str(args, "text").strip()
+        if not text:
+            raise ToolError("`text` is empty")
+        tokens = count_tokens(text)
+        if tokens > self.max_entry_tokens:
+            raise ToolError(f"entry has {tokens} tokens; the limit is {self.max_entry_tokens}")
+        provenance = self._provenance(args.get("provenance"))
+        self._check_room()
+        entry = MemoryEntry(kind, text, self.family, ("consolidated",), provenance, supersedes=self.region.entry_ids)
+        if entry in self.emitted:
+            raise ToolError("that exact entry was already emitted")
+        self.emitted.append(entry)
+        return f"emitted #{len(self.emitted) - 1} ({entry.id}); the new region holds {len(self.emitted)}"
+
+    def retract(self, args: dict[str, Any]) -> str:
+        index = _int(args, "index")
+        if not 0 <= index < len(self.emitted):
+            raise ToolError(f"`index` must be in [0, {len(self.emitted) - 1}]" if self.emitted else "nothing emitted yet")
+        gone = self.emitted.pop(index)
+        return f"retracted {gone.id}; the new region holds {len(self.emitted)}"

@@ -1,0 +1,188 @@
+"""Evaluation: the downstream agent plays held-out episodes with a bank. The expensive part, so it is
+cached (per episode, keyed by agent config, task, variation, seed and the retrieved entries),
+parallel (local worker processes, each with one warm JVM) and resumable (each finished episode is
+stored at once; a dead worker's episodes are re-run on a fresh one)."""
+from __future__ import annotations
+
+import atexit
+import logging
+import multiprocessing as mp
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Any
+
+from dreamer_gym.agents import AgentConfig, EpisodeResult, MemoryFollowingAgent
+from dreamer_gym.memory import MemoryBank, MemoryEntry
+from dreamer_gym.memory.hashing import content_hash
+from dreamer_gym.store import Store
+from dreamer_gym.suites import make_suite
+from dreamer_gym.suites.base import EpisodeTask, TaskSuite
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EvalEpisode:
+    """One evaluation episode. ``description`` is the task text, known without a simulator."""
+
+    task: EpisodeTask
+    description: str
+    seed: int = 0
+
+
+@dataclass
+class EvalStats:
+    hits: int = 0
+    misses: int = 0
+    worker_restarts: int = 0
+    failures: int = 0
+
+    @property
+    def hit_rate(self) -> float:
+        total = self.hits + self.misses
+        return self.hits / total if total else 0.0
+
+
+# --- worker side (one warm suite + agent per process) ---------------------------------------------------
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(suite_name: str, suite_kwargs: dict[str, Any], agent_config: AgentConfig) -> None:
+    suite = make_suite(suite_name, **suite_kwargs)
+    _WORKER["suite"], _WORKER["agent"] = suite, MemoryFollowingAgent(agent_config)
+    atexit.register(suite.close)
+
+
+def _play_in_worker(task: EpisodeTask, entries: list[dict[str, Any]], seed: int) -> dict[str, Any]:
+    agent: MemoryFollowingAgent = _WORKER["agent"]
+    result = agent.play(_WORKER["suite"], task, [MemoryEntry.from_dict(e) for e in entries], seed)
+    return result.to_dict()
+
+
+def worker_pids(evaluator: Evaluator) -> list[int]:
+    """PIDs of the live worker processes (for tests that kill one)."""
+    ex = evaluator._executor
+    return [] if ex is None else [p.pid for p in getattr(ex, "_processes", {}).values()]
+
+
+# --- parent side -------------------------------------------------------------------------------------------
+@dataclass
+class Evaluator:
+    """Evaluates banks on episodes. ``workers=0`` plays in this process (one lazily started suite)."""
+
+    suite_name: str = "scienceworld"
+    agent_config: AgentConfig = field(default_factory=AgentConfig)
+    store: Store = field(default_factory=Store)
+    workers: int = 0
+    suite_kwargs: dict[str, Any] = field(default_factory=dict)
+    max_restarts: int = 3
+
+    def __post_init__(self) -> None:
+        if self.workers < 0:
+            raise ValueError(f"Expected `workers` to be >= 0, got {self.workers}")
+        self.agent = MemoryFollowingAgent(self.agent_config)
+        self.stats = EvalStats()
+        self._suite: TaskSuite | None = None
+        self._executor: ProcessPoolExecutor | None = None
+
+    def episode_key(self, episode: EvalEpisode, retrieved: Sequence[MemoryEntry]) -> str:
+        return content_hash(
+            [self.agent_config.key, self.suite_name, episode.task.family, episode.task.variation, episode.seed,
+             [e.id for e in retrieved]],
+            length=24,
+        )
+
+    def evaluate(self, bank: MemoryBank, episodes: Sequence[EvalEpisode]) -> list[EpisodeResult]:
+        """Results in the order of ``episodes``."""
+        retrieved = [self.agent.retrieve(ep.description, bank.entries) for ep in episodes]
+        keys = [self.episode_key(ep, r) for ep, r in zip(episodes, retrieved)]
+        cached = self.store.get_cached(set(keys))
+        results: dict[str, EpisodeResult] = {k: EpisodeResult.from_dict(v) for k, v in cached.items()}
+        todo = {k: (ep, r) for k, ep, r in zip(keys, episodes, retrieved) if k not in results}
+        self.stats.hits += len(keys) - len(todo)
+        self.stats.misses += len(todo)
+        if todo:
+            fresh = self._run_local(todo) if self.workers == 0 else self._run_pool(todo)
+            results.update(fresh)
+        return [results[k] for k in keys]
+
+    def _record(self, key: str, result: EpisodeResult) -> None:
+        if result.error is None:
+            self.store.put_cached(key, result.to_dict())
+
+    def _run_local(self, todo: dict[str, tuple[EvalEpisode, list[MemoryEntry]]]) -> dict[str, EpisodeResult]:
+        if self._suite is None:
+            self._suite = make_suite(self.suite_name, **self.suite_kwargs)
+        out = {}
+        for key, (ep, entries) in todo.items():
+            result = self.agent.play(self._suite, ep.task, entries, ep.seed)
+            self._record(key, result)
+            out[key] = result
+        return out
+
+    def _ensure_executor(self) -> ProcessPoolExecutor:
+        if self._executor is None:
+            self._executor = ProcessPoolExecutor(
+                max_workers=self.workers,
+                mp_context=mp.get_context("spawn"),
+                initializer=_init_worker,
+                initargs=(self.suite_name, self.suite_kwargs, self.agent_config),
+            )
+        return self._executor
+
+    def warm_up(self) -> None:
+        """Start every worker (and its JVM) now rather than on the first evaluation."""
+        if self.workers == 0:
+            if self._suite is None:
+                self._suite = make_suite(self.suite_name, **self.suite_kwargs)
+            return
+        ex = self._ensure_executor()
+        list(ex.map(_noop, range(self.workers * 2)))
+
+    def _run_pool(self, todo: dict[str, tuple[EvalEpisode, list[MemoryEntry]]]) -> dict[str, EpisodeResult]:
+        out: dict[str, EpisodeResult] = {}
+        restarts = 0
+        while len(out) < len(todo):
+            ex = self._ensure_executor()
+            futures: dict[Future[dict[str, Any]], str] = {}
+            for key, (ep, entries) in todo.items():
+                if key not in out:
+                    futures[ex.submit(_play_in_worker, ep.task, [e.to_dict() for e in entries], ep.seed)] = key
+            try:
+                pending = set(futures)
+                while pending:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        result = EpisodeResult.from_dict(fut.result())
+                        self._record(futures[fut], result)
+                        out[futures[fut]] = result
+            except BrokenProcessPool:
+                restarts += 1
+                self.stats.worker_restarts += 1
+                logger.warning("an evaluation worker died; restarting the pool (%d/%d)", restarts, self.max_restarts)
+                self._shutdown_executor()
+                if restarts > self.max_restarts:
+                    raise
+        return out
+
+    def _shutdown_executor(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+
+    def close(self) -> None:
+        self._shutdown_executor()
+        if self._suite is not None:
+            self._suite.close()
+            self._suite = None
+
+
+def _noop(_: int) -> int:
+    """Touch the worker's suite so its JVM starts now (warm-up)."""
+    import time
+
+    getattr(_WORKER["suite"], "server", None)
+    time.sleep(0.2)
+    return 0

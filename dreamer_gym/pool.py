@@ -1,0 +1,140 @@
+"""The frozen, hash-pinned pool of banks that the env draws from.
+
+Built once by :func:`build_pool` (real acquisition on real ScienceWorld) and shipped as package data,
+so `gym.make` on a fresh machine never replays acquisition. The pool also carries the task texts of
+the evaluation variations (retrieval needs them before any simulator starts) and the train gold
+paths the oracle consolidator abstracts from.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from dreamer_gym.acquisition import AcquisitionConfig, acquire
+from dreamer_gym.errors import PoolHashMismatch
+from dreamer_gym.memory import MemoryBank, Trajectory
+from dreamer_gym.memory.hashing import content_hash
+from dreamer_gym.suites.base import EpisodeTask, TaskSuite
+
+
+@dataclass(frozen=True)
+class BankPool:
+    suite: str
+    families: tuple[str, ...]
+    banks: tuple[MemoryBank, ...]
+    trajectories: dict[str, Trajectory]
+    task_texts: dict[str, dict[str, dict[int, str]]]  # split -> family -> variation -> text
+    train_gold: dict[str, dict[int, tuple[str, ...]]]  # family -> variation -> gold path
+    seeds: tuple[int, ...]
+
+    @property
+    def hash(self) -> str:
+        return "p" + content_hash(
+            {
+                "suite": self.suite,
+                "families": list(self.families),
+                "banks": [b.hash for b in self.banks],
+                "trajectories": sorted(self.trajectories),
+                "tasks": {s: {f: sorted(v.items()) for f, v in fam.items()} for s, fam in self.task_texts.items()},
+            },
+            length=16,
+        )
+
+    def description(self, task: EpisodeTask, split: str) -> str:
+        return self.task_texts[split][task.family][task.variation]
+
+    def variations(self, family: str, split: str) -> tuple[int, ...]:
+        return tuple(sorted(self.task_texts[split].get(family, {})))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "hash": self.hash,
+            "suite": self.suite,
+            "families": list(self.families),
+            "seeds": list(self.seeds),
+            "banks": [b.to_dict() for b in self.banks],
+            "trajectories": [t.to_dict() for t in sorted(self.trajectories.values(), key=lambda t: t.id)],
+            "task_texts": {s: {f: {str(v): t for v, t in sorted(d.items())} for f, d in fam.items()}
+                           for s, fam in self.task_texts.items()},
+            "train_gold": {f: {str(v): list(p) for v, p in sorted(d.items())} for f, d in self.train_gold.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BankPool:
+        pool = cls(
+            suite=data["suite"],
+            families=tuple(data["families"]),
+            banks=tuple(MemoryBank.from_dict(b) for b in data["banks"]),
+            trajectories={t["id"]: Trajectory.from_dict(t) for t in data["trajectories"]},
+            task_texts={s: {f: {int(v): t for v, t in d.items()} for f, d in fam.items()}
+                        for s, fam in data["task_texts"].items()},
+            train_gold={f: {int(v): tuple(p) for v, p in d.items()} for f, d in data["train_gold"].items()},
+            seeds=tuple(data["seeds"]),
+        )
+        if data.get("hash") and data["hash"] != pool.hash:
+            raise PoolHashMismatch(f"pool file says {data['hash']} but its content hashes to {pool.hash}")
+        return pool
+
+    def save(self, path: str | Path) -> None:
+        with gzip.open(path, "wt", encoding="utf-8") as fh:
+            json.dump(self.to_dict(), fh, sort_keys=True, separators=(",", ":"))
+
+
+def load_pool(name: str, expected_hash: str | None = None) -> BankPool:
+    """Load a shipped pool (``dreamer_gym/data/<name>.json.gz``) or a path, checking its pinned hash."""
+    path = Path(name)
+    if not path.exists():
+        path = Path(str(resources.files("dreamer_gym") / "data" / f"{name}.json.gz"))
+    if not path.exists():
+        raise FileNotFoundError(f"No bank pool {name!r}: build it with `dreamer-gym acquire --out {name}.json.gz`")
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        pool = BankPool.from_dict(json.load(fh))
+    if expected_hash is not None and pool.hash != expected_hash:
+        raise PoolHashMismatch(
+            f"Bank pool {name!r} hashes to {pool.hash}, but the env spec pins {expected_hash}; "
+            "reinstall dreamer-gym or pass the matching pool"
+        )
+    return pool
+
+
+def build_pool(
+    suite: TaskSuite,
+    families: tuple[str, ...],
+    seeds: tuple[int, ...] = (0, 1, 2),
+    eval_variations: int = 10,
+    gold_variations: int = 4,
+    config: AcquisitionConfig | None = None,
+    progress: bool = False,
+) -> BankPool:
+    """Run acquisition for each seed and collect what the env needs to run without replaying it."""
+    from tqdm.auto import tqdm
+
+    config = config or AcquisitionConfig(families=families)
+    gold: dict[EpisodeTask, tuple[str, ...]] = {}
+
+    def gold_path(task: EpisodeTask) -> tuple[str, ...]:
+        if task not in gold:
+            gold[task] = tuple(suite.gold_path(task))
+        return gold[task]
+
+    banks, trajectories = [], {}
+    for seed in seeds:
+        bank, trajs = acquire(suite, config, seed, gold=gold_path, progress=progress)
+        banks.append(bank)
+        trajectories.update({t.id: t for t in trajs})
+    texts: dict[str, dict[str, dict[int, str]]] = {"dev": {}, "test": {}}
+    for split in texts:
+        for family in tqdm(families, desc=f"task texts ({split})", disable=not progress):
+            texts[split][family] = {}
+            for v in suite.variations(family, split)[:eval_variations]:
+                suite.start(EpisodeTask(family, v))
+                texts[split][family][v] = suite.task_description()
+    train_gold = {
+        f: {v: gold_path(EpisodeTask(f, v)) for v in suite.variations(f, "train")[:gold_variations]}
+        for f in families
+    }
+    return BankPool(suite.name, families, tuple(banks), trajectories, texts, train_gold, tuple(seeds))
