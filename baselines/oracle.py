@@ -20,8 +20,10 @@ import gymnasium as gym
 from baselines.base import call
 
 ABSTRACT_PROCEDURES: dict[str, str] = {
-    "chemistry-mix": "go to kitchen, open cupboard, pick up tin cup, look around, pick up recipe, "
-    "read recipe in inventory, look around, focus on <substance>",
+    "chemistry-mix": "go to kitchen, open cupboard, pick up metal pot, look around, pick up recipe, "
+    "read recipe in inventory, look around, pick up <ingredient 1>, move <ingredient 1> to metal pot, "
+    "pick up <ingredient 2>, move <ingredient 2> to metal pot, pick up <ingredient 3>, "
+    "move <ingredient 3> to metal pot, mix metal pot, focus on <substance>",
     "find-animal": "go to outside, look around, focus on <animal>, pick up <animal>, go to kitchen, "
     "move <animal> in inventory to <color> box",
     "find-living-thing": "go to outside, look around, focus on <living thing>, pick up <living thing>, "

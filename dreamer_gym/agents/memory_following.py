@@ -31,6 +31,7 @@ class _Episode:
         first = suite.start(task)
         self.description = suite.task_description()
         self.world.observe_look(first)
+        self.notes: list[str] = []  # what the agent has read (recipes, labels)
 
     @property
     def steps_left(self) -> int:
@@ -48,6 +49,8 @@ class _Episode:
             outcome = self.suite.step("0")  # the first reading, as gold paths do
             self.actions.append("0")
             self.score, self.done = outcome.score, outcome.done
+        if action.startswith("read "):
+            self.notes.append(outcome.observation)
         if action == "look around" or action.startswith("go to"):
             self.world.observe_look(self.suite.look())
         return outcome
@@ -137,6 +140,15 @@ class MemoryFollowingAgent:
     def _resolve_slot(self, ep: _Episode, name: str, step: str, bindings: dict[str, str], facts: list[str]) -> str | None:
         description = ep.description.lower()
         used = set(bindings.values())
+        # 0. "<ingredient 2>": the 2nd item of the last list the agent read ("you need to mix a, b, c")
+        numbered = re.match(r"(.*?)\s*(\d+)$", name)
+        if numbered and ep.notes:
+            listed = re.findall(r"(?:mix|ingredients?:?|are:?) ([a-z ,]+(?:,|and) [a-z ]+)", ep.notes[-1].lower())
+            if listed:
+                items = [i.strip() for i in re.split(r",|\band\b", listed[-1]) if i.strip()]
+                index = int(numbered.group(2)) - 1
+                if 0 <= index < len(items):
+                    return items[index]
         # 1. a quoted phrase in the task text ('salt water')
         quoted = re.findall(r"'([^']+)'", description)
         if quoted and name.split()[0] in ("substance", "product", "target", "mixture"):
@@ -156,9 +168,10 @@ class MemoryFollowingAgent:
             if obj not in used:
                 return obj
         # 4. a visible object that a retrieved fact puts in the slot's category
+        category = re.compile(r"(?<![\w-])" + re.escape(re.sub(r"\s*\d+$", "", name)) + r"s?\b")
         for fact in facts:
-            if type_word and type_word in fact.lower():
-                for obj in visible:
+            if category.search(fact.lower()):
+                for obj in visible:  # room objects come before the inventory
                     core = obj.split(" egg")[0]
                     if obj not in used and re.search(r"\b" + re.escape(core) + r"\b", fact.lower()):
                         return obj

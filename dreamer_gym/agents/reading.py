@@ -14,7 +14,7 @@ VERBS: tuple[str, ...] = (
     "use", "pour", "mix", "wait1", "wait", "eat", "read", "dunk", "flush",
 )
 _VERB_RE = re.compile(r"\b(" + "|".join(re.escape(v) for v in VERBS) + r")\b")
-_SPLIT_RE = re.compile(r"\n\s*(?:step\s*)?\d+[.):]\s+|^\s*(?:step\s*)?\d+[.):]\s+|\n|;|\||(?:^|\s)\d+\)\s|,\s*(?:and\s+)?(?:then\s+)?|\.\s+|\.$|\s+->\s+|\s*→\s*")
+_SPLIT_RE = re.compile(r"\n\s*(?:step\s*)?\d+[.):]\s+|^\s*(?:step\s*)?\d+[.):]\s+|\n|;|:\s|\||(?:^|\s)\d+\)\s|,\s*(?:and\s+)?(?:then\s+)?|\.\s+|\.$|\s+->\s+|\s*→\s*")
 _JOINERS = re.compile(r"\s+(?:and then|then|and|after that|next|finally)\s+")
 _ARTICLES = re.compile(r"\b(?:the|a|an)\b\s*")
 _TRAIL = re.compile(r"[\s.,;:!?\"')]+$")
@@ -45,6 +45,8 @@ def extract_actions(text: str) -> list[str]:
     actions: list[str] = []
     for clause in _clauses(text):
         clause = _LEAD.sub("", clause.strip())
+        if clause.startswith("to "):  # a goal phrase ("to use chemistry to ..."), not a step
+            continue
         number = _NUMBER_ANSWER.match(clause)
         if number:  # an answer to an ambiguity question, as in gold paths
             actions.append(number.group(1))

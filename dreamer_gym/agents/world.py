@@ -67,15 +67,16 @@ def objects_in(text: str) -> list[str]:
             continue
         match = _ITEM.match(line)
         if match:
-            names.append(match.group(1).strip())
+            names.append(match.group(1).split(", ")[0].strip(" )"))
         surface = re.search(r"(?:On|In) the [a-z ]+ is: (.*?)\.?\s*$", line)
         if surface:
             for part in surface.group(1).split(", "):
                 part = re.sub(r"^(?:an?|the) ", "", part.strip())
                 if part and part != "nothing" and not part.startswith("which "):
-                    names.append(re.sub(r" \(containing .*$", "", part))
+                    names.append(re.sub(r" \(containing .*$", "", part).strip(" )"))
         for inner in _CONTAINED.findall(line):
             inner = re.sub(r" in the \w+ stage.*$", "", inner).strip()
+            inner = inner.strip(" )")
             if inner and inner != "nothing":
                 names.append(inner)
     return names

@@ -1,0 +1,45 @@
+# dreamer_gym: two commands for a fresh machine (Debian, Python 3.11): `make demo` and `make test`.
+# Each installs what is missing: Java 17 (apt), a virtual environment and the pinned packages.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+SUDO   := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
+EXTRAS ?= scienceworld,dev
+
+.PHONY: setup java demo test validity bench pool clean
+
+setup: java $(VENV)/.installed
+
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  echo "Java not found: installing default-jre-headless (OpenJDK 17) with apt"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends default-jre-headless; }
+
+$(VENV)/.installed: pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -c constraints.txt -e ".[$(EXTRAS)]"
+	touch $@
+
+# The main job on the embedded defaults: fixed consolidators and the oracle through the env on real
+# ScienceWorld; prints score before/after, success, bank size before/after and reward.
+demo: setup
+	$(BIN)/dreamer-gym consolidate --seeds 0 1
+
+# The test suite (CI runs exactly this).
+test: setup
+	$(BIN)/python -m pytest
+
+# On demand: the full reward-validity study (writes runs/validity/), and measured benchmarks.
+validity: setup
+	$(BIN)/dreamer-gym validity --out runs/validity
+
+bench: setup
+	$(BIN)/python -m pytest tests/benchmarks --benchmark-enable -p no:randomly
+
+# Rebuild the frozen bank pool (its hash must equal the one pinned in dreamer_gym/envs/tracks.py).
+pool: setup
+	$(BIN)/dreamer-gym acquire --out runs/scienceworld-v0.json.gz
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .benchmarks

@@ -1,0 +1,113 @@
+"""Reading memory text: one procedure yields the same actions whatever its format, so the downstream
+agent (and hence the reward) responds to what a memory says, not to how it is laid out."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from baselines.oracle import ABSTRACT_PROCEDURES, as_prose
+from dreamer_gym.agents.reading import extract_actions, fill, forbidden_actions, slots
+
+FAMILIES = sorted(ABSTRACT_PROCEDURES)
+
+
+def steps_of(procedure: str) -> list[str]:
+    return [s.strip() for s in procedure.split(",") if s.strip()]
+
+
+def numbered(steps: list[str], style: str = "{i}. {s}") -> str:
+    return "\n".join(style.format(i=i, s=s) for i, s in enumerate(steps, start=1))
+
+
+def goal_of(pool, family: str) -> str:
+    """The goal as the oracle consolidator words it ("find a(n) living thing")."""
+    traj = min((t for t in pool.trajectories.values() if t.family == family), key=lambda t: t.id)
+    return traj.task_description.split(".")[0].replace("Your task is to ", "").strip()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_same_actions_from_list_prose_and_numbered_steps(family):
+    procedure = ABSTRACT_PROCEDURES[family]
+    steps = steps_of(procedure)
+    as_list = extract_actions(procedure)
+    assert as_list == steps  # the abstract procedures are written article-free, one action per item
+    assert extract_actions(as_prose(procedure)) == as_list
+    assert extract_actions(numbered(steps)) == as_list
+    assert extract_actions(numbered(steps, "Step {i}: {s}")) == as_list
+    assert extract_actions(numbered(steps, "{i}) {s}")) == as_list
+    assert extract_actions("; ".join(steps)) == as_list
+    assert extract_actions(" -> ".join(steps)) == as_list
+    assert extract_actions(procedure.upper()) == as_list  # case does not matter
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_goal_header_is_not_an_action(pool, family):
+    """The oracle writes "To <goal>: <steps>." and its prose decoy "To <goal>. First, ..."; the goal
+    ("use chemistry to create ...", "turn on the green light bulb") must not become a step."""
+    procedure = ABSTRACT_PROCEDURES[family]
+    goal = goal_of(pool, family)
+    expected = steps_of(procedure)
+    assert extract_actions(f"To {goal}: {procedure}.") == expected
+    assert extract_actions(f"To {goal}. " + as_prose(procedure)) == expected
+    assert extract_actions(f"To {goal}:\n" + "\n".join(f"- {s}" for s in expected)) == expected
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="library bug: dreamer_gym/agents/reading.py _SPLIT_RE's `:\\s` alternative eats the newline of "
+    "'header:\\n1. step', so the numbered-step pattern no longer matches and '1' is read as an answer action",
+)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_numbered_steps_after_a_header(pool, family):
+    expected = steps_of(ABSTRACT_PROCEDURES[family])
+    assert extract_actions(f"To {goal_of(pool, family)}:\n" + numbered(expected)) == expected
+    assert extract_actions("Steps:\n" + numbered(expected)) == expected
+
+
+def test_prose_connectives_and_articles():
+    text = ("First, go to the kitchen. After that, open the cupboard and then pick up a tin cup. "
+            "Next you should look around. Finally, focus on the <substance>.")
+    assert extract_actions(text) == ["go to kitchen", "open cupboard", "pick up tin cup", "look around",
+                                     "focus on <substance>"]
+
+
+def test_text_without_actions():
+    assert extract_actions("") == []
+    assert extract_actions("Animals are usually found outside.") == []
+    assert extract_actions("\n\n;;,,") == []
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_train_gold_paths_read_back_verbatim(pool, family):
+    """A gold path written out as a list or numbered steps reads back as the same actions, including the
+    "0" answers to ambiguity questions."""
+    for path in pool.train_gold[family].values():
+        expected = [re.sub(r"\s+", " ", re.sub(r"\b(?:the|a|an)\b\s*", "", a)).strip() for a in path]
+        assert extract_actions(", ".join(path)) == expected
+        assert extract_actions(numbered(list(path))) == expected
+
+
+def test_forbidden_actions_from_pitfalls():
+    banned = forbidden_actions([
+        "Do not focus on the wall before reading the recipe.",
+        "Avoid: pick up the thermometer; never go to the hallway",
+        "You must not activate the stove until the pot is full.",
+        "Don't wait1 when the plant is dry. Use the sink instead of pour the jug.",
+        "Focus on the red box.",  # no warning: nothing banned
+        "Never focus on <animal> in the wrong room.",  # slots are never banned
+    ])
+    assert banned == {"focus on wall", "pick up thermometer", "go to hallway", "activate stove", "wait1", "pour jug"}
+    assert forbidden_actions([]) == set()
+    assert forbidden_actions(["Look around first, then open the door."]) == set()
+
+
+def test_slots_and_fill():
+    step = "move <seed> in seed jar to <pot 1>"
+    assert slots(step) == ["seed", "pot 1"]
+    assert fill(step, {"seed": "apple seed", "pot 1": "flower pot 1"}) == "move apple seed in seed jar to flower pot 1"
+    assert fill(step, {"seed": "apple seed"}) == "move apple seed in seed jar to <pot 1>"  # unbound slots stay
+    assert slots(fill(step, {})) == ["seed", "pot 1"]
+    assert slots("look around") == [] and fill("look around", {"x": "y"}) == "look around"
+    assert slots("<" + "x" * 41 + ">") == []  # slot names are short
+    assert slots(extract_actions("connect <wire 1> terminal 2 to cathode in <color> light bulb")[0]) == ["wire 1", "color"]

@@ -1,0 +1,154 @@
+"""Evaluation throughput: Evaluator(workers=1) vs Evaluator(workers=2) on the same cold-cache episodes,
+and a cached re-evaluation.
+
+Targets: workers=2 is 1.8x workers=1 (floor 1.4x); a cached re-evaluation of the same bank on the same
+episodes takes < 5 ms.
+
+8 dev episodes over all six pool families (round robin), bank = pool.banks[0]. Every timed round gets a
+fresh in-memory Store (setup, untimed), so every episode is a cache miss and really plays on the JVM.
+Workers are started with ``warm_up()`` before timing. ``warm_up()`` only starts each worker's JVM; the
+first episodes a JVM plays are still several times slower (class loading, JIT), so two untimed warm-up
+rounds run first. ``workers=0`` (in-process, one JVM, no IPC) is measured as the raw baseline.
+"""
+from __future__ import annotations
+
+import pytest
+
+from dreamer_gym.evaluation import EvalEpisode, Evaluator
+from dreamer_gym.pool import load_pool
+from dreamer_gym.store import Store
+from dreamer_gym.suites.base import EpisodeTask
+from dreamer_gym.suites.scienceworld import java_available
+
+pytest.importorskip("scienceworld")
+pytestmark = [
+    pytest.mark.jvm,
+    pytest.mark.skipif(not java_available(), reason="ScienceWorld needs Java 17 on PATH"),
+]
+
+N_EPISODES = 8
+ROUNDS, WARMUP_ROUNDS = 5, 2
+GROUP = "evaluate 8 cold-cache episodes"
+
+
+@pytest.fixture(scope="module")
+def pool():
+    return load_pool("scienceworld-v0")
+
+
+@pytest.fixture(scope="module")
+def bank(pool):
+    return pool.banks[0]
+
+
+@pytest.fixture(scope="module")
+def episodes(pool) -> list[EvalEpisode]:
+    out: list[EvalEpisode] = []
+    i = 0
+    while len(out) < N_EPISODES:
+        family = pool.families[i % len(pool.families)]
+        task = EpisodeTask(family, pool.variations(family, "dev")[i // len(pool.families)])
+        out.append(EvalEpisode(task, pool.description(task, "dev")))
+        i += 1
+    return out
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[int, list[dict]]:
+    """What each workers setting returned, to check they agree."""
+    return {}
+
+
+def _evaluator(workers: int):
+    ev = Evaluator(store=Store(), workers=workers)
+    ev.warm_up()
+    return ev
+
+
+@pytest.fixture(scope="module")
+def ev0():
+    ev = _evaluator(0)
+    yield ev
+    ev.close()
+
+
+@pytest.fixture(scope="module")
+def ev1():
+    ev = _evaluator(1)
+    yield ev
+    ev.close()
+
+
+@pytest.fixture(scope="module")
+def ev2():
+    ev = _evaluator(2)
+    yield ev
+    ev.close()
+
+
+def _cold_rounds(benchmark, ev: Evaluator, bank, episodes):
+    def fresh_store() -> None:
+        ev.store.close()
+        ev.store = Store()
+
+    misses = ev.stats.misses
+    out = benchmark.pedantic(
+        lambda: ev.evaluate(bank, episodes), setup=fresh_store, rounds=ROUNDS, warmup_rounds=WARMUP_ROUNDS
+    )
+    runs = 1 if benchmark.disabled else ROUNDS + WARMUP_ROUNDS
+    assert ev.stats.misses - misses == runs * len(episodes)  # every round was a real, cold evaluation
+    assert all(r.error is None for r in out)
+    assert [r.task for r in out] == [e.task for e in episodes]
+    return [r.to_dict() for r in out]
+
+
+@pytest.mark.parametrize("workers", [0, 1, 2], ids=["workers0-inprocess", "workers1", "workers2"])
+def test_cold_evaluation(benchmark, request, workers, bank, episodes, results, perf):
+    benchmark.group = GROUP
+    ev = request.getfixturevalue(f"ev{workers}")
+    results[workers] = _cold_rounds(benchmark, ev, bank, episodes)
+    perf.record(benchmark, f"cold evaluate, workers={workers}", per=len(episodes), unit="episode")
+    # the agent is deterministic: every workers setting plays the same episodes the same way
+    assert all(r == results[workers] for r in results.values())
+
+
+def test_cached_reevaluation(benchmark, ev1, bank, episodes, results, perf):
+    """Same bank, same episodes, warm cache: no simulator, only retrieval + SQLite lookups."""
+    benchmark.group = "evaluate 8 episodes, warm cache"
+    ev1.evaluate(bank, episodes)  # the store may be fresh: fill it
+    hits, misses = ev1.stats.hits, ev1.stats.misses
+    out = benchmark(ev1.evaluate, bank, episodes)
+    perf.record(benchmark, "cached re-evaluate (8 episodes)", unit="evaluate")
+    assert ev1.stats.misses == misses  # nothing was played
+    assert ev1.stats.hits - hits >= len(episodes) and (ev1.stats.hits - hits) % len(episodes) == 0
+    if results:
+        assert [r.to_dict() for r in out] == next(iter(results.values()))
+
+
+def test_retrieval_only(benchmark, ev1, bank, episodes, perf):
+    """The part of a cached re-evaluation that is retrieval: one BM25 index built per episode."""
+    benchmark.group = "evaluate 8 episodes, warm cache"
+    out = benchmark(lambda: [ev1.agent.retrieve(ep.description, bank.entries) for ep in episodes])
+    perf.record(benchmark, "retrieval only (8 episodes)", unit="evaluate")
+    assert len(out) == len(episodes) and all(out)
+
+
+def test_evaluation_ratios(require_measuring, perf):
+    w0 = perf.median("cold evaluate, workers=0")
+    w1 = perf.median("cold evaluate, workers=1")
+    w2 = perf.median("cold evaluate, workers=2")
+    cached = perf.median("cached re-evaluate (8 episodes)")
+    retrieval = perf.median("retrieval only (8 episodes)")
+    perf.ratio("workers=1 / workers=0 (pool overhead)", w1 / w0, "(info)", True, "(info)", True)
+    speedup = perf.ratio("workers=2 speedup over workers=1", w1 / w2, ">= 1.8", w1 / w2 >= 1.8, ">= 1.4", w1 / w2 >= 1.4)
+    perf.ratio("cold / cached (workers=1)", w1 * N_EPISODES / cached, "(info)", True, "(info)", True)
+    perf.ratio("retrieval share of cached re-evaluate", retrieval / cached, "(info)", True, "(info)", True)
+    fast = perf.ratio("cached re-evaluate, ms", cached * 1e3, "< 5", cached < 5e-3, "< 5", cached < 5e-3)
+    problems = []
+    if not speedup.met_floor:
+        problems.append(f"workers=2 is only {speedup.value:.2f}x workers=1 (floor 1.4x, target 1.8x)")
+    if not fast.met_floor:
+        problems.append(
+            f"cached re-evaluation takes {cached * 1e3:.1f} ms (target < 5 ms); retrieval alone {retrieval * 1e3:.1f} ms"
+        )
+    assert not problems, "; ".join(problems)

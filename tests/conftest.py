@@ -1,0 +1,40 @@
+"""Shared fixtures for the dreamer_gym test suite.
+
+Everything here is real: the frozen bank pool shipped as package data, real SQLite stores, real
+ScienceWorld JVMs. JVMs are expensive on this 2-core machine (2-4 s each), so the fixtures that start
+one are session- or module-scoped and shared.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import gymnasium as gym
+import pytest
+
+import dreamer_gym  # noqa: F401 - registers the ids
+from dreamer_gym.envs.tracks import REGISTERED
+from dreamer_gym.pool import BankPool, load_pool
+
+from helpers import make_env
+
+ENV_IDS: list[str] = sorted(REGISTERED)
+
+
+# --- fixtures ----------------------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def pool() -> BankPool:
+    """The frozen ScienceWorld bank pool (package data, hash-pinned)."""
+    return load_pool("scienceworld-v0", REGISTERED["MemoryConsolidation-ScienceWorld-v0"]["pool_hash"])
+
+
+@pytest.fixture(scope="session", params=ENV_IDS, ids=ENV_IDS)
+def env_id(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def shared_env(env_id: str) -> Iterator[gym.Env]:
+    """One small env per registered id for the whole session (its JVM starts at the first commit)."""
+    env = make_env(env_id)
+    yield env
+    env.close()
