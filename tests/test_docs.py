@@ -1,0 +1,26 @@
+"""Docs that cannot rot: every example under docs/examples runs."""
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = sorted((Path(__file__).parent.parent / "docs" / "examples").glob("*.py"))
+
+
+@pytest.mark.jvm
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_example_runs(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runpy.run_path(str(path), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "score" in out
+
+
+def test_readme_opens_with_two_commands() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    block = readme.split("```bash", 1)[1].split("```", 1)[0]
+    commands = [ln.split("#")[0].strip() for ln in block.strip().splitlines()]
+    assert commands == ["make demo", "make test"]
+    ci = (Path(__file__).parent.parent / ".ci" / "run").read_text()
+    assert "make test" in ci
