@@ -33,6 +33,10 @@ ABSTRACT_PROCEDURES: dict[str, str] = {
     "grow-plant": "go to <room>, look around, pick up seed jar, go to greenhouse, look around, "
     "move <seed> in seed jar to flower pot 1, focus on <seed> in flower pot 1"
     + ", activate sink, move jug to sink, pour jug into flower pot 1, deactivate sink, wait1, wait1, wait1, wait1" * 4,
+    "use-thermometer": "go to kitchen, pick up thermometer, focus on thermometer in inventory, go to <room 1>, "
+    "look around, pick up <unknown substance>, focus on <unknown substance> in inventory, go to <room 2>, "
+    "look around, use thermometer in inventory on <unknown substance> in inventory, "
+    "move <unknown substance> in inventory to <color> box, wait1",
     "power-component": "go to workshop, look around, focus on <color> light bulb, "
     "connect battery anode to <wire 1> terminal 1, connect battery cathode to <wire 2> terminal 1, "
     "connect <wire 1> terminal 2 to cathode in <color> light bulb, "

@@ -112,8 +112,12 @@ def summarise(records: Sequence[dict[str, Any]], resamples: int = 4000) -> dict[
         diffs = np.array([by[a][k]["score"] - by[b][k]["score"] for k in keys], dtype=float)
         lo, hi = _ci(diffs, resamples)
         ok = (lo > 0) if expect == "greater" else (lo <= 0 <= hi)
-        per_family = {f: float(np.mean([by[a][k]["score"] - by[b][k]["score"] for k in keys if k[0] == f]))
-                      for f in families}
+        per_family = {}
+        for f in families:
+            fd = np.array([by[a][k]["score"] - by[b][k]["score"] for k in keys if k[0] == f], dtype=float)
+            flo, fhi = _ci(fd, resamples)
+            fok = (flo > 0) if expect == "greater" else (flo <= 0 <= fhi)
+            per_family[f] = {"mean": float(fd.mean()), "ci95": [flo, fhi], "holds": bool(fok)}
         comparisons.append({"a": a, "b": b, "expect": expect, "mean": float(diffs.mean()), "ci95": [lo, hi],
                             "n": len(keys), "holds": bool(ok), "per_family": per_family})
     return {"families": families, "table": table, "normalised": normalised, "comparisons": comparisons}
@@ -143,7 +147,36 @@ def to_markdown(summary: dict[str, Any], config: ValidityConfig) -> str:
         sign = ">" if c["expect"] == "greater" else "≈"
         lines.append(f"| {c['a']} {sign} {c['b']} | {c['expect']} | {c['mean']:+.1f} | "
                      f"[{c['ci95'][0]:+.1f}, {c['ci95'][1]:+.1f}] | {c['n']} | {'yes' if c['holds'] else 'NO'} |")
+    lines += ["", "Per family (mean difference, 95% CI; ✓ where the expectation holds):", "",
+              "| comparison | " + " | ".join(fams) + " |", "|---" * (len(fams) + 1) + "|"]
+    for c in summary["comparisons"]:
+        sign = ">" if c["expect"] == "greater" else "≈"
+        cells = [f"{v['mean']:+.1f} [{v['ci95'][0]:+.1f}, {v['ci95'][1]:+.1f}] {'✓' if v['holds'] else '✗'}"
+                 for v in (c["per_family"][f] for f in fams)]
+        lines.append(f"| {c['a']} {sign} {c['b']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def plot(summary: dict[str, Any], path: str | Path) -> None:
+    """Score vs region size, one point per policy: where a person would rather look than read."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    for i, (name, row) in enumerate(summary["table"].items()):
+        ax.scatter(row["tokens"], row["all"], s=60)
+        ax.annotate(name, (row["tokens"], row["all"]), textcoords="offset points",
+                    xytext=(6, 5 if i % 2 == 0 else -12), fontsize=9)
+    ax.set_xscale("symlog", linthresh=10)
+    ax.set_xlabel("region size after consolidation (tokens, symlog)")
+    ax.set_ylabel("downstream score on DEV episodes (0-100)")
+    ax.set_title("Consolidators on MemoryConsolidation-ScienceWorld-v0")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
 
 
 def run(config: ValidityConfig, out_dir: str | Path | None = None, progress: bool = True) -> dict[str, Any]:
@@ -156,4 +189,5 @@ def run(config: ValidityConfig, out_dir: str | Path | None = None, progress: boo
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
         (out / "config.json").write_text(json.dumps(asdict(config), indent=1))
         (out / "validity.md").write_text(to_markdown(summary, config))
+        plot(summary, out / "validity.png")
     return summary

@@ -32,6 +32,7 @@ class _Episode:
         self.description = suite.task_description()
         self.world.observe_look(first)
         self.notes: list[str] = []  # what the agent has read (recipes, labels)
+        self.reading: float | None = None  # the last measurement it observed
 
     @property
     def steps_left(self) -> int:
@@ -51,6 +52,9 @@ class _Episode:
             self.score, self.done = outcome.score, outcome.done
         if action.startswith("read "):
             self.notes.append(outcome.observation)
+        reading = re.search(r"temperature of (-?\d+(?:\.\d+)?) degrees", outcome.observation)
+        if reading:
+            self.reading = float(reading.group(1))
         if action == "look around" or action.startswith("go to"):
             self.world.observe_look(self.suite.look())
         return outcome
@@ -155,10 +159,20 @@ class MemoryFollowingAgent:
             return quoted[0]
         # 2. the words around the slot, matched in the task text ("<color> box" -> "red box")
         after = re.search(r"<" + re.escape(name) + r">\s+([a-z]+(?: [a-z]+)?)", step)
+        if after and ep.reading is not None:  # "if ... above 50.0 degrees ..., place it in the red box"
+            for side, limit, value in re.findall(
+                r"if [^.]*?\b(above|below) (-?\d+(?:\.\d+)?)[^.]*?\b([a-z]+) " + re.escape(after.group(1)), description
+            ):
+                if (side == "above") == (ep.reading > float(limit)):
+                    return value
         if after:
             found = re.search(r"\b([a-z]+) " + re.escape(after.group(1)) + r"\b", description)
             if found and found.group(1) not in _STOP and found.group(1) not in used:
                 return found.group(1)
+        # 2b. the slot's own name in the task text, with its one-letter label ("unknown substance b")
+        named = re.search(r"\b" + re.escape(name) + r" [a-z0-9]\b", description)
+        if named and not re.search(r"\d$", name) and named.group(0) not in used:
+            return named.group(0)
         # 3. a visible object whose name contains the slot's type word ("<wire 2>" -> "black wire")
         visible = [*ep.world.objects, *objects_in(ep.suite.inventory())]
         type_word = re.sub(r"\s*\d+$", "", name).split()[-1] if name.strip() else name

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from dreamer_gym.errors import ConfigError
 
 DEFAULT_FAMILIES: tuple[str, ...] = (
-    "chemistry-mix", "find-animal", "find-living-thing", "find-non-living-thing", "grow-plant", "power-component",
+    "chemistry-mix", "find-living-thing", "find-non-living-thing", "grow-plant", "power-component", "use-thermometer",
 )
 
 

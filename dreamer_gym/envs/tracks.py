@@ -5,7 +5,7 @@ from typing import Any
 
 from dreamer_gym.envs.config import DEFAULT_FAMILIES
 
-SCIENCEWORLD_POOL_HASH = "p0e66e3a65b36e6bb"
+SCIENCEWORLD_POOL_HASH = "p57e204ac3446ab61"
 
 REGISTERED: dict[str, dict[str, Any]] = {
     "MemoryConsolidation-ScienceWorld-v0": {
