@@ -22,7 +22,7 @@ class ConsolidationConfig:
     max_emitted: int = field(default=12, metadata={"help": "new entries `emit` may write (`keep` is free)"})
     max_entry_tokens: int = field(default=320, metadata={"help": "tokens per emitted entry"})
     max_region_entries: int = field(default=50, metadata={"help": "largest working region shown"})
-    size_coef: float = field(default=0.05, metadata={"help": "reward per relative change of region tokens"})
+    size_coef: float = field(default=0.02, metadata={"help": "reward per relative change of region tokens"})
     invalid_penalty: float = field(default=0.01, metadata={"help": "reward cost of one invalid tool call"})
     reward_agent: str = field(default="memory", metadata={"help": "downstream agent: memory (CPU)"})
     agent_top_k: int = 6
