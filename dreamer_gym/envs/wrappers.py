@@ -18,11 +18,12 @@ Reply with exactly one JSON object per turn. Tools:
 """
 
 
-class PromptObservation(gym.ObservationWrapper):
+class PromptObservation(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     """Render the dict observation as one prompt string (tool schema, region, last result, budget)."""
 
     def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(self)
+        gym.ObservationWrapper.__init__(self, env)
         self.observation_space = text_space(PROMPT_CHARS)
 
     def observation(self, observation: dict[str, Any]) -> str:
@@ -34,3 +35,75 @@ class PromptObservation(gym.ObservationWrapper):
             f"{size} entries in the region.\n"
         )
         return text[:PROMPT_CHARS]
+
+
+ENTRY_FEATURES = (
+    "is_insight", "is_procedure", "is_fact", "is_pitfall", "session", "tokens_div_100", "provenance_steps_div_10",
+    "verbatim", "score_jump", "score_drop", "near_duplicates",
+)
+
+
+class EntryOpsWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Fixed-size spaces for standard RL libraries (SB3, CleanRL, RLlib).
+
+    Observation: a ``Box(max_entries, len(ENTRY_FEATURES))`` of entry features over the padded region,
+    plus a mask row count in ``info["n_entries"]``. Action: ``MultiDiscrete([2] * max_entries)``, one
+    operation per entry (0 = drop, 1 = keep; padding is ignored). One step = keep the chosen entries
+    and commit, so an episode is one step long and its reward is the env's commit reward.
+    """
+
+    def __init__(self, env: gym.Env, max_entries: int = 50) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, max_entries=max_entries)
+        gym.Wrapper.__init__(self, env)
+        import numpy as np
+        from gymnasium import spaces
+
+        self.max_entries = max_entries
+        self.observation_space = spaces.Box(0.0, 1_000.0, shape=(max_entries, len(ENTRY_FEATURES)), dtype=np.float32)
+        self.action_space = spaces.MultiDiscrete([2] * max_entries)
+        self._ids: list[str] = []
+
+    def _features(self, region: list[dict[str, Any]]):  # noqa: ANN202 - numpy array
+        import numpy as np
+
+        from dreamer_gym.memory.tokens import count_tokens, tokenize
+
+        feats = np.zeros(self.observation_space.shape, dtype=np.float32)
+        token_sets = [set(tokenize(e["text"])) for e in region]
+        for i, entry in enumerate(region[: self.max_entries]):
+            kind = ("insight", "procedure", "fact", "pitfall").index(entry["kind"])
+            feats[i, kind] = 1.0
+            feats[i, 4] = entry.get("session", 0)
+            feats[i, 5] = count_tokens(entry["text"]) / 100
+            feats[i, 6] = sum(p["end"] - p["start"] + 1 for p in entry["provenance"]) / 10
+            text = entry["text"]
+            feats[i, 7] = float(entry["kind"] == "procedure")
+            feats[i, 8] = float("raised the score" in text)
+            feats[i, 9] = float("dropped" in text or "failed" in text)
+            feats[i, 10] = sum(
+                1 for j, other in enumerate(token_sets)
+                if j != i and len(other & token_sets[i]) / max(len(other | token_sets[i]), 1) >= 0.8
+            )
+        return np.clip(feats, 0.0, 1_000.0)
+
+    def reset(self, **kwargs: Any):
+        _, info = self.env.reset(**kwargs)
+        region = info["region"][: self.max_entries]
+        self._ids = [e["id"] for e in region]
+        info["n_entries"] = len(self._ids)
+        return self._features(region), info
+
+    def step(self, action: Any):
+        import json
+
+        import numpy as np
+
+        keep = [i for i, op in zip(self._ids, np.asarray(action).tolist()) if op == 1]
+        reward = 0.0
+        if keep:
+            _, r, *_ = self.env.step(json.dumps({"tool": "keep", "ids": keep}))
+            reward += r
+        _, r, terminated, truncated, info = self.env.step(json.dumps({"tool": "commit"}))
+        info["n_entries"] = len(self._ids)
+        obs = np.zeros(self.observation_space.shape, dtype=np.float32)
+        return obs, reward + r, terminated, truncated, info
