@@ -7,6 +7,7 @@ from __future__ import annotations
 import atexit
 import logging
 import multiprocessing as mp
+from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -84,6 +85,8 @@ class Evaluator:
             raise ValueError(f"Expected `workers` to be >= 0, got {self.workers}")
         self.agent = MemoryFollowingAgent(self.agent_config)
         self.stats = EvalStats()
+        # bank hash -> description -> retrieved entries; banks are immutable, so this never goes stale
+        self._retrieved: OrderedDict[str, dict[str, list[MemoryEntry]]] = OrderedDict()
         self._suite: TaskSuite | None = None
         self._executor: ProcessPoolExecutor | None = None
 
@@ -94,9 +97,22 @@ class Evaluator:
             length=24,
         )
 
+    def _retrieve(self, bank: MemoryBank, description: str) -> list[MemoryEntry]:
+        """The agent's retrieval, memoised per (bank, task text): the cached path must not rebuild BM25."""
+        per_bank = self._retrieved.get(bank.hash)
+        if per_bank is None:
+            per_bank = self._retrieved[bank.hash] = {}
+            while len(self._retrieved) > 16:
+                self._retrieved.popitem(last=False)
+        else:
+            self._retrieved.move_to_end(bank.hash)
+        if description not in per_bank:
+            per_bank[description] = self.agent.retrieve(description, bank.entries, index_key=bank.hash)
+        return per_bank[description]
+
     def evaluate(self, bank: MemoryBank, episodes: Sequence[EvalEpisode]) -> list[EpisodeResult]:
         """Results in the order of ``episodes``."""
-        retrieved = [self.agent.retrieve(ep.description, bank.entries) for ep in episodes]
+        retrieved = [self._retrieve(bank, ep.description) for ep in episodes]
         keys = [self.episode_key(ep, r) for ep, r in zip(episodes, retrieved)]
         cached = self.store.get_cached(set(keys))
         results: dict[str, EpisodeResult] = {k: EpisodeResult.from_dict(v) for k, v in cached.items()}
@@ -145,12 +161,12 @@ class Evaluator:
         out: dict[str, EpisodeResult] = {}
         restarts = 0
         while len(out) < len(todo):
-            ex = self._ensure_executor()
             futures: dict[Future[dict[str, Any]], str] = {}
-            for key, (ep, entries) in todo.items():
-                if key not in out:
-                    futures[ex.submit(_play_in_worker, ep.task, [e.to_dict() for e in entries], ep.seed)] = key
             try:
+                ex = self._ensure_executor()
+                for key, (ep, entries) in todo.items():
+                    if key not in out:
+                        futures[ex.submit(_play_in_worker, ep.task, [e.to_dict() for e in entries], ep.seed)] = key
                 pending = set(futures)
                 while pending:
                     done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -180,9 +196,13 @@ class Evaluator:
 
 
 def _noop(_: int) -> int:
-    """Touch the worker's suite so its JVM starts now (warm-up)."""
+    """Start the worker's JVM and play a few steps, so the first timed episode meets a warm JIT."""
+    import os
     import time
 
-    getattr(_WORKER["suite"], "server", None)
+    suite = _WORKER["suite"]
+    suite.start(EpisodeTask("find-non-living-thing", 0))
+    for action in ("look around", "inventory", "look around"):
+        suite.step(action)
     time.sleep(0.2)
-    return 0
+    return os.getpid()

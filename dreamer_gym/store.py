@@ -28,6 +28,12 @@ CREATE TRIGGER IF NOT EXISTS bank_entries_immutable BEFORE DELETE ON bank_entrie
     BEGIN SELECT RAISE(ABORT, 'stored bank versions are immutable'); END;
 CREATE TRIGGER IF NOT EXISTS entries_immutable BEFORE UPDATE ON entries
     BEGIN SELECT RAISE(ABORT, 'stored entries are immutable'); END;
+CREATE TRIGGER IF NOT EXISTS banks_undeletable BEFORE DELETE ON banks
+    BEGIN SELECT RAISE(ABORT, 'stored bank versions are immutable'); END;
+CREATE TRIGGER IF NOT EXISTS bank_entries_fixed BEFORE UPDATE ON bank_entries
+    BEGIN SELECT RAISE(ABORT, 'stored bank versions are immutable'); END;
+CREATE TRIGGER IF NOT EXISTS entries_undeletable BEFORE DELETE ON entries
+    BEGIN SELECT RAISE(ABORT, 'stored entries are immutable'); END;
 """
 
 
@@ -41,6 +47,8 @@ class Store:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL" if self.path != ":memory:" else "PRAGMA journal_mode=MEMORY")
+        self._db.execute("PRAGMA recursive_triggers=ON")  # so INSERT OR REPLACE fires the delete triggers
+        self._db.execute("PRAGMA busy_timeout=30000")
         self._db.executescript(_SCHEMA)
 
     def close(self) -> None:
@@ -60,15 +68,16 @@ class Store:
 
     # --- banks ---------------------------------------------------------------------------------
     def put_bank(self, bank: MemoryBank, parent: str | None = None, meta: dict[str, Any] | None = None) -> str:
-        """Store a bank version (idempotent by hash) and return its hash."""
+        """Store a bank version (idempotent by hash: banks are content-addressed, so a concurrent writer of
+        the same hash writes the same rows, and INSERT OR IGNORE makes the race harmless)."""
         if self.has_bank(bank.hash):
             return bank.hash
         statements: list[tuple[str, tuple[Any, ...]]] = [
             ("INSERT OR IGNORE INTO entries VALUES (?, ?)", (e.id, json.dumps(e.to_dict(), sort_keys=True)))
             for e in bank
         ]
-        statements.append(("INSERT INTO banks VALUES (?, ?, ?)", (bank.hash, parent, json.dumps(meta or {}))))
-        statements += [("INSERT INTO bank_entries VALUES (?, ?)", (bank.hash, e.id)) for e in bank]
+        statements.append(("INSERT OR IGNORE INTO banks VALUES (?, ?, ?)", (bank.hash, parent, json.dumps(meta or {}))))
+        statements += [("INSERT OR IGNORE INTO bank_entries VALUES (?, ?)", (bank.hash, e.id)) for e in bank]
         self._write(statements)
         return bank.hash
 

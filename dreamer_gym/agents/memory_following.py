@@ -80,12 +80,24 @@ class MemoryFollowingAgent:
 
     def __init__(self, config: AgentConfig | None = None) -> None:
         self.config = config or AgentConfig()
+        self._indexes: dict[str, BM25Retriever] = {}  # bank hash -> index (banks are immutable)
 
     # --- retrieval (also used by the evaluator to build cache keys) -------------------------------
-    def retrieve(self, description: str, entries: Sequence[MemoryEntry]) -> list[MemoryEntry]:
-        """Top entries for the task; the goal sentence counts three times (it names the task family)."""
+    def retrieve(self, description: str, entries: Sequence[MemoryEntry], index_key: str | None = None) -> list[MemoryEntry]:
+        """Top entries for the task; the goal sentence counts three times (it names the task family).
+
+        ``index_key`` (a bank hash) lets repeated queries on one immutable bank share one BM25 index.
+        """
         goal = description.split(".")[0]
-        return BM25Retriever(entries).top_k(f"{description} {goal} {goal}", self.config.top_k)
+        if index_key is None:
+            retriever = BM25Retriever(entries)
+        else:
+            retriever = self._indexes.get(index_key)
+            if retriever is None:
+                if len(self._indexes) >= 8:
+                    self._indexes.pop(next(iter(self._indexes)))
+                retriever = self._indexes[index_key] = BM25Retriever(entries)
+        return retriever.top_k(f"{description} {goal} {goal}", self.config.top_k)
 
     # --- playing ------------------------------------------------------------------------------------
     def play(self, suite: TaskSuite, task: EpisodeTask, entries: Sequence[MemoryEntry], seed: int = 0) -> EpisodeResult:

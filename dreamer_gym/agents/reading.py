@@ -14,7 +14,7 @@ VERBS: tuple[str, ...] = (
     "use", "pour", "mix", "wait1", "wait", "eat", "read", "dunk", "flush",
 )
 _VERB_RE = re.compile(r"\b(" + "|".join(re.escape(v) for v in VERBS) + r")\b")
-_SPLIT_RE = re.compile(r"\n\s*(?:step\s*)?\d+[.):]\s+|^\s*(?:step\s*)?\d+[.):]\s+|\n|;|:\s|\||(?:^|\s)\d+\)\s|,\s*(?:and\s+)?(?:then\s+)?|\.\s+|\.$|\s+->\s+|\s*→\s*")
+_SPLIT_RE = re.compile(r"\n\s*(?:step\s*)?\d+[.):]\s+|^\s*(?:step\s*)?\d+[.):]\s+|\n|;|:[ \t]+|\||(?:^|\s)\d+\)\s|,\s*(?:and\s+)?(?:then\s+)?|\.\s+|\.$|\s+->\s+|\s*→\s*")
 _JOINERS = re.compile(r"\s+(?:and then|then|and|after that|next|finally)\s+")
 _ARTICLES = re.compile(r"\b(?:the|a|an)\b\s*")
 _TRAIL = re.compile(r"[\s.,;:!?\"')]+$")

@@ -13,6 +13,7 @@ from dreamer_gym.agents import AgentConfig, EpisodeResult
 from dreamer_gym.envs.config import ConsolidationConfig
 from dreamer_gym.envs.spaces import sanitize, text_space
 from dreamer_gym.envs.tools import TOOLS, ToolError, Workspace, parse_action
+from dreamer_gym.errors import FrozenParameterError
 from dreamer_gym.evaluation import EvalEpisode, Evaluator
 from dreamer_gym.memory import MemoryBank, count_tokens, select_by_family
 from dreamer_gym.pool import BankPool, load_pool
@@ -31,18 +32,27 @@ def _mean(results: list[EpisodeResult]) -> float:
 class ConsolidationEnv(gym.Env[dict[str, Any], str]):
     """One episode = one consolidation of one region; see the module docstring."""
 
-    metadata = {"render_modes": ["ansi"]}
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
-    def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, render_mode: str | None = None, frozen: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        """``frozen`` comes from registration: the values that define the registered id. gym.make merges
+        user kwargs over the spec's, so an override shows up here as a value that differs from it."""
         if render_mode not in (None, "ansi"):
             raise ValueError(f"Expected `render_mode` to be None or 'ansi', got {render_mode!r}")
+        for name, value in (frozen or {}).items():
+            if kwargs.get(name, value) != value:
+                raise FrozenParameterError(
+                    f"`{name}` is frozen at {value!r} for this env id (got {kwargs[name]!r}); it defines what "
+                    "the reward measures. Use a leaderboard track for other splits, or ConsolidationEnv(...) "
+                    "directly for experiments."
+                )
         self.render_mode = render_mode
         self.config = ConsolidationConfig(**kwargs)
         self.observation_space = spaces.Dict(
             {
                 "region": text_space(REGION_CHARS),
                 "result": text_space(RESULT_CHARS),
-                "budget": spaces.Box(0, 1_000_000, shape=(4,), dtype=np.int64),
+                "budget": spaces.Box(0, self._budget_high(), shape=(4,), dtype=np.int64),
             }
         )
         self.action_space = text_space(ACTION_CHARS)
@@ -56,6 +66,10 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         self._last_error: str | None = None
         self._invalid = 0
         self._done = True
+
+    def _budget_high(self) -> int:
+        cfg = self.config
+        return max(1_000_000, cfg.max_tool_calls, cfg.max_emitted, cfg.max_region_entries)
 
     # --- lazily built heavy parts -------------------------------------------------------------------------
     @property
@@ -93,6 +107,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         region = select_by_family(bank, family, self.config.max_region_entries)
         self.store.put_bank(bank, meta={"pool": pool.hash, "index": bank_index})
         self._ws = Workspace(bank, region, pool.trajectories, family, self.config.max_emitted, self.config.max_entry_tokens)
+        self._render_region()
         self._episodes = self._draw_episodes(family, rng)
         self._calls_left = self.config.max_tool_calls
         self._last_result = "Region loaded. Inspect it, emit a compact replacement set, then commit."
@@ -174,15 +189,26 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         }
 
     # --- observation ---------------------------------------------------------------------------------------------
-    def region_text(self) -> str:
+    def _render_region(self) -> None:
+        """Render the read-only part once per reset (it cannot change during the episode)."""
         ws = self._ws
-        if ws is None:
-            return ""
+        assert ws is not None  # noqa: S101 - called from reset()
         lines = [f"Region {ws.region.name}: {len(ws.entries)} entries (read-only evidence)"]
         for entry in ws.entries.values():
             prov = ", ".join(f"{p.trajectory_id}[{p.start}-{p.end}]" for p in entry.provenance)
             lines.append(f"{entry.id} ({entry.kind}, session {entry.session}) {entry.text}  <- {prov}")
-        lines.append(f"New region so far ({len(ws.emitted)}):")
+        self._region_head = sanitize("\n".join(lines), REGION_CHARS)
+        self._region_dicts = [
+            {"id": e.id, "kind": e.kind, "text": e.text, "provenance": [p.to_dict() for p in e.provenance],
+             "session": e.session}
+            for e in ws.entries.values()
+        ]
+
+    def region_text(self) -> str:
+        ws = self._ws
+        if ws is None:
+            return ""
+        lines = [self._region_head, f"New region so far ({len(ws.emitted)}):"]
         lines += [f"  #{i} {e.id} ({e.kind}) {e.text}" for i, e in enumerate(ws.emitted)]
         return "\n".join(lines)
 
@@ -202,11 +228,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
     def _info(self) -> dict[str, Any]:
         ws = self._ws
         return {
-            "region": [] if ws is None else [
-                {"id": e.id, "kind": e.kind, "text": e.text, "provenance": [p.to_dict() for p in e.provenance],
-                 "session": e.session}
-                for e in ws.entries.values()
-            ],
+            "region": [] if ws is None else [dict(d) for d in self._region_dicts],
             "family": None if ws is None else ws.family,
             "last_error": self._last_error,
             "invalid_calls": self._invalid,

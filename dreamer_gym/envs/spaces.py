@@ -1,6 +1,7 @@
 """Text spaces with a real charset, so `sample()` and `contains()` work and `check_env` passes."""
 from __future__ import annotations
 
+import re
 import string
 
 from gymnasium import spaces
@@ -9,9 +10,12 @@ CHARSET: str = "".join(sorted(set(string.printable) - set("\x0b\x0c\r")))
 _ALLOWED = frozenset(CHARSET)
 
 
+_OUTSIDE = re.compile(r"[^\t\n\x20-\x7e]")
+
+
 def sanitize(text: str, max_length: int) -> str:
     """Map characters outside :data:`CHARSET` to '?' and cut to ``max_length`` (observations only)."""
-    clean = "".join(c if c in _ALLOWED else "?" for c in text)
+    clean = _OUTSIDE.sub("?", text)
     return clean if len(clean) <= max_length else clean[: max_length - 3] + "..."
 
 

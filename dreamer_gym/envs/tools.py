@@ -38,7 +38,7 @@ def parse_action(action: Any) -> ToolCall:
         raise ToolError(f"expected the action to be a JSON string, got {type(action).__name__}")
     try:
         data = json.loads(action)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, and ValueError for >4300-digit integers
         raise ToolError(f"action is not valid JSON ({exc.__class__.__name__}): send one JSON object") from None
     if not isinstance(data, dict):
         raise ToolError(f"expected a JSON object, got {type(data).__name__}")
@@ -51,7 +51,7 @@ def parse_action(action: Any) -> ToolCall:
         if isinstance(args, str):
             try:
                 args = json.loads(args) if args.strip() else {}
-            except (json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):
                 raise ToolError("`arguments` is a string but not valid JSON") from None
     else:
         raise ToolError('missing "tool": expected {"tool": NAME, ...}')
@@ -73,6 +73,10 @@ def _str(args: dict[str, Any], key: str) -> str:
     value = args.get(key)
     if not isinstance(value, str) or not value:
         raise ToolError(f"`{key}` must be a non-empty string")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ToolError(f"`{key}` is not valid Unicode (lone surrogate?)") from None
     return value
 
 
@@ -144,7 +148,8 @@ class Workspace:
         unknown = [i for i in ids if i not in self.entries]
         if unknown:
             raise ToolError(f"not in this region: {[u[:40] for u in unknown[:5]]}")
-        new = [self.entries[i] for i in dict.fromkeys(ids) if self.entries[i] not in self.emitted]
+        present = {e.id for e in self.emitted}
+        new = [self.entries[i] for i in dict.fromkeys(ids) if i not in present]
         self.emitted.extend(new)
         return f"kept {len(new)} entries; the new region holds {len(self.emitted)}"
 
@@ -182,8 +187,8 @@ class Workspace:
         provenance = self._provenance(args.get("provenance"))
         self._check_room()
         entry = MemoryEntry(kind, text, self.family, ("consolidated",), provenance, supersedes=self.region.entry_ids)
-        if entry in self.emitted:
-            raise ToolError("that exact entry was already emitted")
+        if entry.id in {e.id for e in self.emitted} or entry.id in self.entries:
+            raise ToolError(f"entry {entry.id} is already in the region or the new region: use keep")
         self.emitted.append(entry)
         return f"emitted #{len(self.emitted) - 1} ({entry.id}); the new region holds {len(self.emitted)}"
 

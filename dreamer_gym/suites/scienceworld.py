@@ -62,6 +62,7 @@ class ScienceWorldSuite:
         self._lock = threading.Lock()
         self._task: EpisodeTask | None = None
         self._done = False
+        self._task_names: tuple[str, ...] | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------------
     @property
@@ -120,7 +121,10 @@ class ScienceWorldSuite:
 
     # --- protocol ------------------------------------------------------------------------------------
     def task_names(self) -> tuple[str, ...]:
-        return tuple(sorted(self.server.getTaskNames()))
+        """Task names, read once per JVM (each item is a py4j round trip)."""
+        if self._task_names is None:
+            self._task_names = tuple(sorted(str(t) for t in self.server.getTaskNames()))
+        return self._task_names
 
     def variations(self, family: str, split: str) -> tuple[int, ...]:
         if split not in SPLITS:
