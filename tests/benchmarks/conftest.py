@@ -11,8 +11,8 @@ Two modes:
   tests assert correctness only (same outputs as the raw environment, nothing valid-action related
   requested, cache hits served, ...). Ratio tests skip.
 * ``--benchmark-enable``: the bodies are measured; each benchmark records its median per operation
-  here, the ``test_*_ratios`` test at the end of each module computes the ratios and asserts the
-  floors, and a summary table is printed at the end of the session. Set ``DREAMER_BENCH_SUMMARY`` to
+  here, the ratio tests at the end of each module (they take ``require_measuring``) compute the
+  ratios and assert the floors, and a summary table is printed at the end of the session. Set ``DREAMER_BENCH_SUMMARY`` to
   a file path to also get the summary as JSON.
 """
 from __future__ import annotations

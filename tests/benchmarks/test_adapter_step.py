@@ -29,7 +29,7 @@ CYCLE = ("look around", "open door to kitchen", "close door to kitchen", "invent
 RELOAD_AT = 90  # moves; the adapter's step limit is 100
 RAW_ROUNDS, ADAPTER_ROUNDS, STOCK_ROUNDS = 150, 150, 6
 WARMUP_CYCLES, PAIRED_CYCLES = 40, 100
-# the py4j methods the three step paths may call; anything about valid actions must stay out of the adapter
+# JVM methods that build or return the valid-action list: the adapter must never call them
 VALID_ACTION_CALLS = (
     "getValidActionObjectCombinations",
     "getValidActionObjectCombinationsJSON",
@@ -157,7 +157,9 @@ def test_adapter_never_asks_for_valid_actions(suite):
 
 def test_stock_env_step(benchmark, stock, suite, perf):
     benchmark.group = "scienceworld step (per 4-action cycle)"
-    out = benchmark.pedantic(lambda: stock_cycle(stock), setup=_stock_setup(stock), rounds=STOCK_ROUNDS, warmup_rounds=1)
+    out = benchmark.pedantic(
+        lambda: stock_cycle(stock), setup=_stock_setup(stock), rounds=STOCK_ROUNDS, warmup_rounds=1
+    )
     perf.record(benchmark, "stock ScienceWorldEnv.step", per=len(CYCLE), unit="step")
     # the stock env rebuilds the valid-action list on every step: that is what the adapter skips
     assert all(len(info["valid"]) > 100 for _, _, _, info in out)
@@ -173,7 +175,7 @@ def test_adapter_ratios(require_measuring, perf, suite):
     stock = perf.median("stock ScienceWorldEnv.step")
 
     # The two benchmarks above ran one after the other, so a neighbour's load burst during one of them
-    # moves their ratio (seen: 0.5x-2x). The assertion uses an interleaved A/B run instead: raw and
+    # moves their ratio (seen: 0.5x-1.04x). The assertion uses an interleaved A/B run instead: raw and
     # adapter cycles alternate (order flipped every cycle) on the same JVM, and the medians are compared.
     suite.start(TASK)
     raw_t: list[float] = []
@@ -193,8 +195,11 @@ def test_adapter_ratios(require_measuring, perf, suite):
     sequential = adapter / raw
     perf.ratio("adapter / raw step (benchmark medians)", sequential, "<= 1.3", sequential <= 1.3, "(info)", True)
     over = perf.ratio("adapter / raw step (interleaved A/B)", paired, "<= 1.3", paired <= 1.3, "<= 1.3", paired <= 1.3)
-    speedup = perf.ratio("stock / adapter step", stock / adapter, ">= 5", stock / adapter >= 5, ">= 5", stock / adapter >= 5)
-    assert over.met_floor, f"adapter step is {paired:.2f}x raw, interleaved (target <= 1.3x; sequential {sequential:.2f}x)"
+    fast = stock / adapter
+    speedup = perf.ratio("stock / adapter step", fast, ">= 5", fast >= 5, ">= 5", fast >= 5)
+    assert over.met_floor, (
+        f"adapter step is {paired:.2f}x raw, interleaved (target <= 1.3x; sequential {sequential:.2f}x)"
+    )
     assert speedup.met_floor, f"adapter step is only {speedup.value:.1f}x faster than stock (target >= 5x)"
 
 

@@ -4,13 +4,17 @@ and a cached re-evaluation.
 Targets: workers=2 is 1.8x workers=1 (floor 1.4x); a cached re-evaluation of the same bank on the same
 episodes takes < 5 ms.
 
-8 dev episodes over all six pool families (round robin), bank = pool.banks[0]. Every timed round gets a
+8 dev episodes over all the pool's families (round robin), bank = pool.banks[0]. Every timed round gets a
 fresh in-memory Store (setup, untimed), so every episode is a cache miss and really plays on the JVM.
 Workers are started with ``warm_up()`` before timing. ``warm_up()`` only starts each worker's JVM; the
 first episodes a JVM plays are still several times slower (class loading, JIT), so two untimed warm-up
 rounds run first. ``workers=0`` (in-process, one JVM, no IPC) is measured as the raw baseline.
 """
 from __future__ import annotations
+
+import os
+import statistics
+import time
 
 import pytest
 
@@ -28,6 +32,7 @@ pytestmark = [
 
 N_EPISODES = 8
 ROUNDS, WARMUP_ROUNDS = 5, 2
+PAIRED_ROUNDS = 6
 GROUP = "evaluate 8 cold-cache episodes"
 
 
@@ -133,22 +138,102 @@ def test_retrieval_only(benchmark, ev1, bank, episodes, perf):
     assert len(out) == len(episodes) and all(out)
 
 
-def test_evaluation_ratios(require_measuring, perf):
+def _jiffies(pid: int) -> int:
+    """utime + stime of one process (clock ticks), 0 if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])
+
+
+def _our_tree() -> list[int]:
+    """This process and all its descendants (evaluation workers and their JVMs)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii") as fh:
+                    parents[int(entry)] = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+    tree, frontier = {os.getpid()}, [os.getpid()]
+    while frontier:
+        pid = frontier.pop()
+        kids = [c for c, pp in parents.items() if pp == pid and c not in tree]
+        tree.update(kids)
+        frontier.extend(kids)
+    return sorted(tree)
+
+
+def _machine_busy() -> int:
+    with open("/proc/stat", encoding="ascii") as fh:
+        values = [int(v) for v in fh.readline().split()[1:]]
+    return sum(values) - values[3] - values[4]  # minus idle and iowait
+
+
+def test_worker_speedup(require_measuring, perf, ev1, ev2, bank, episodes):
+    """workers=2 vs workers=1: target 1.8x, floor 1.4x, on an interleaved A/B run.
+
+    The benchmarks above ran one after another; on 2 shared cores a neighbour's burst moves their
+    ratio a lot. Here workers=1 and workers=2 alternate (order flipped every pair), each round on a fresh
+    store, and the medians are compared. The CPU time of this process tree and of the whole machine is
+    read from /proc around each round, to tell "could not run in parallel" from "had no core to run on".
+    """
     w0 = perf.median("cold evaluate, workers=0")
     w1 = perf.median("cold evaluate, workers=1")
     w2 = perf.median("cold evaluate, workers=2")
+    tick = os.sysconf("SC_CLK_TCK")
+    times: dict[int, list[float]] = {1: [], 2: []}
+    ours: dict[int, float] = {1: 0.0, 2: 0.0}
+    others: dict[int, float] = {1: 0.0, 2: 0.0}
+    tree = _our_tree()
+    for i in range(PAIRED_ROUNDS):
+        for workers, ev in ((1, ev1), (2, ev2)) if i % 2 == 0 else ((2, ev2), (1, ev1)):
+            ev.store.close()
+            ev.store = Store()
+            mine0, busy0 = sum(_jiffies(p) for p in tree), _machine_busy()
+            t0 = time.perf_counter()
+            ev.evaluate(bank, episodes)
+            times[workers].append(time.perf_counter() - t0)
+            mine, busy = sum(_jiffies(p) for p in tree) - mine0, _machine_busy() - busy0
+            ours[workers] += mine / tick
+            others[workers] += max(busy - mine, 0) / tick
+    for workers, ts in times.items():
+        q = statistics.quantiles(ts, n=4)
+        perf.medians[f"cold evaluate, workers={workers}, interleaved A/B"] = {
+            "median_s": statistics.median(ts) / N_EPISODES, "min_s": min(ts) / N_EPISODES,
+            "iqr_s": (q[2] - q[0]) / N_EPISODES, "rounds": len(ts), "per": N_EPISODES, "unit": "episode",
+        }
+        wall = sum(ts)
+        perf.notes[f"workers={workers} A/B: cores used by us / by other processes"] = (
+            f"{ours[workers] / wall:.2f} / {others[workers] / wall:.2f} (of {os.cpu_count()})"
+        )
+        perf.notes[f"workers={workers} A/B: CPU per episode (this process tree)"] = (
+            f"{ours[workers] / (len(ts) * N_EPISODES) * 1e3:.0f} ms"
+        )
+    paired = statistics.median(times[1]) / statistics.median(times[2])
+    perf.ratio("workers=1 / workers=0 (pool overhead)", w1 / w0, "(info)", True, "(info)", True)
+    perf.ratio("workers=2 speedup (benchmark medians)", w1 / w2, ">= 1.8", w1 / w2 >= 1.8, "(info)", True)
+    speedup = perf.ratio(
+        "workers=2 speedup (interleaved A/B)", paired, ">= 1.8", paired >= 1.8, ">= 1.4", paired >= 1.4
+    )
+    assert speedup.met_floor, (
+        f"workers=2 is only {paired:.2f}x workers=1, interleaved (floor 1.4x, target 1.8x); during the workers=2 "
+        f"rounds this test used {ours[2] / sum(times[2]):.2f} cores and other processes "
+        f"{others[2] / sum(times[2]):.2f} of {os.cpu_count()}"
+    )
+
+
+def test_cached_reevaluation_under_5ms(require_measuring, perf):
+    w1 = perf.median("cold evaluate, workers=1")
     cached = perf.median("cached re-evaluate (8 episodes)")
     retrieval = perf.median("retrieval only (8 episodes)")
-    perf.ratio("workers=1 / workers=0 (pool overhead)", w1 / w0, "(info)", True, "(info)", True)
-    speedup = perf.ratio("workers=2 speedup over workers=1", w1 / w2, ">= 1.8", w1 / w2 >= 1.8, ">= 1.4", w1 / w2 >= 1.4)
     perf.ratio("cold / cached (workers=1)", w1 * N_EPISODES / cached, "(info)", True, "(info)", True)
     perf.ratio("retrieval share of cached re-evaluate", retrieval / cached, "(info)", True, "(info)", True)
     fast = perf.ratio("cached re-evaluate, ms", cached * 1e3, "< 5", cached < 5e-3, "< 5", cached < 5e-3)
-    problems = []
-    if not speedup.met_floor:
-        problems.append(f"workers=2 is only {speedup.value:.2f}x workers=1 (floor 1.4x, target 1.8x)")
-    if not fast.met_floor:
-        problems.append(
-            f"cached re-evaluation takes {cached * 1e3:.1f} ms (target < 5 ms); retrieval alone {retrieval * 1e3:.1f} ms"
-        )
-    assert not problems, "; ".join(problems)
+    assert fast.met_floor, (
+        f"cached re-evaluation takes {cached * 1e3:.1f} ms (target < 5 ms); retrieval alone takes "
+        f"{retrieval * 1e3:.1f} ms: Evaluator.evaluate builds a BM25 index over the whole bank for every episode"
+    )
