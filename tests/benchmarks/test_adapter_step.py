@@ -16,13 +16,10 @@ from typing import Any
 import pytest
 
 from dreamer_gym.suites.base import EpisodeTask
-from dreamer_gym.suites.scienceworld import ScienceWorldSuite, java_available, sort_listings
+from dreamer_gym.suites.scienceworld import ScienceWorldSuite, sort_listings
 
-scienceworld = pytest.importorskip("scienceworld")
-pytestmark = [
-    pytest.mark.jvm,
-    pytest.mark.skipif(not java_available(), reason="ScienceWorld needs Java 17 on PATH"),
-]
+import scienceworld  # a missing simulator must fail, not skip
+pytestmark = [pytest.mark.jvm]
 
 TASK = EpisodeTask("boil", 0)  # starts in the hallway, every door closed
 CYCLE = ("look around", "open door to kitchen", "close door to kitchen", "inventory")

@@ -22,13 +22,8 @@ from dreamer_gym.evaluation import EvalEpisode, Evaluator
 from dreamer_gym.pool import load_pool
 from dreamer_gym.store import Store
 from dreamer_gym.suites.base import EpisodeTask
-from dreamer_gym.suites.scienceworld import java_available
 
-pytest.importorskip("scienceworld")
-pytestmark = [
-    pytest.mark.jvm,
-    pytest.mark.skipif(not java_available(), reason="ScienceWorld needs Java 17 on PATH"),
-]
+pytestmark = [pytest.mark.jvm]
 
 N_EPISODES = 8
 ROUNDS, WARMUP_ROUNDS = 5, 2
