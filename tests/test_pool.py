@@ -58,3 +58,6 @@ def test_rebuilding_seed_0_reproduces_the_shipped_bank() -> None:
         bank, trajectories = acquire(suite, AcquisitionConfig(families=pool.families), seed=0, gold=gold_path)
     assert bank.hash == pool.banks[0].hash
     assert {t.id for t in trajectories} <= set(pool.trajectories)
+    # the JVM is launched deterministic (see DEFAULT_JAVA_OPTS): its gold paths equal the recorded ones
+    for task, path in gold.items():
+        assert tuple(path) == pool.train_gold[task.family][task.variation]

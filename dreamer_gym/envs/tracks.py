@@ -5,7 +5,7 @@ from typing import Any
 
 from dreamer_gym.envs.config import DEFAULT_FAMILIES
 
-SCIENCEWORLD_POOL_HASH = "p57e204ac3446ab61"
+SCIENCEWORLD_POOL_HASH = "p3f95ce9c9b3fb053"
 
 # What defines an id is frozen: gym.make may not override these (FrozenParameterError). Everything
 # else (evaluation sizes, budgets, workers, store) stays a free keyword argument for training runs;

@@ -8,6 +8,7 @@ import pytest
 
 from baselines.oracle import ABSTRACT_PROCEDURES, as_prose
 from dreamer_gym.agents.reading import extract_actions, fill, forbidden_actions, slots
+from dreamer_gym.envs.config import DEFAULT_FAMILIES
 
 FAMILIES = sorted(ABSTRACT_PROCEDURES)
 
@@ -20,10 +21,12 @@ def numbered(steps: list[str], style: str = "{i}. {s}") -> str:
     return "\n".join(style.format(i=i, s=s) for i, s in enumerate(steps, start=1))
 
 
-def goal_of(pool, family: str) -> str:
-    """The goal as the oracle consolidator words it ("find a(n) living thing")."""
-    traj = min((t for t in pool.trajectories.values() if t.family == family), key=lambda t: t.id)
-    return traj.task_description.split(".")[0].replace("Your task is to ", "").strip()
+def goals(pool) -> list[str]:
+    """Every task goal in the pool, worded as the oracle consolidator words it ("find a(n) living thing",
+    "use chemistry to create ...", "turn on the red light bulb")."""
+    texts = {t.task_description for t in pool.trajectories.values()}
+    texts |= {d for split in pool.task_texts.values() for fam in split.values() for d in fam.values()}
+    return sorted({t.split(".")[0].replace("Your task is to ", "").strip() for t in texts})
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -43,26 +46,26 @@ def test_same_actions_from_list_prose_and_numbered_steps(family):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_goal_header_is_not_an_action(pool, family):
-    """The oracle writes "To <goal>: <steps>." and its prose decoy "To <goal>. First, ..."; the goal
-    ("use chemistry to create ...", "turn on the green light bulb") must not become a step."""
+    """The oracle writes "To <goal>: <steps>." and its prose decoy "To <goal>. First, ..."; no task goal
+    ("use chemistry to create ...", "turn on the green light bulb") may become a step."""
     procedure = ABSTRACT_PROCEDURES[family]
-    goal = goal_of(pool, family)
     expected = steps_of(procedure)
-    assert extract_actions(f"To {goal}: {procedure}.") == expected
-    assert extract_actions(f"To {goal}. " + as_prose(procedure)) == expected
-    assert extract_actions(f"To {goal}:\n" + "\n".join(f"- {s}" for s in expected)) == expected
+    all_goals = goals(pool)
+    assert len(all_goals) >= len(pool.families)
+    for goal in all_goals:
+        assert extract_actions(f"To {goal}: {procedure}.") == expected, goal
+        assert extract_actions(f"To {goal}. " + as_prose(procedure)) == expected, goal
+        assert extract_actions(f"To {goal}:\n" + "\n".join(f"- {s}" for s in expected)) == expected, goal
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="library bug: dreamer_gym/agents/reading.py _SPLIT_RE's `:\\s` alternative eats the newline of "
-    "'header:\\n1. step', so the numbered-step pattern no longer matches and '1' is read as an answer action",
-)
 @pytest.mark.parametrize("family", FAMILIES)
 def test_numbered_steps_after_a_header(pool, family):
+    """'header:\n1. step' (a colon used to swallow the newline, and "1" was read as an answer action)."""
     expected = steps_of(ABSTRACT_PROCEDURES[family])
-    assert extract_actions(f"To {goal_of(pool, family)}:\n" + numbered(expected)) == expected
+    for goal in goals(pool):
+        assert extract_actions(f"To {goal}:\n" + numbered(expected)) == expected, goal
     assert extract_actions("Steps:\n" + numbered(expected)) == expected
+    assert extract_actions("Procedure: " + ", ".join(expected)) == expected
 
 
 def test_prose_connectives_and_articles():
@@ -78,12 +81,13 @@ def test_text_without_actions():
     assert extract_actions("\n\n;;,,") == []
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", DEFAULT_FAMILIES)
 def test_train_gold_paths_read_back_verbatim(pool, family):
     """A gold path written out as a list or numbered steps reads back as the same actions, including the
-    "0" answers to ambiguity questions."""
+    "0" answers to ambiguity questions (lower-cased: ScienceWorld's parser ignores case)."""
+    assert pool.train_gold[family]
     for path in pool.train_gold[family].values():
-        expected = [re.sub(r"\s+", " ", re.sub(r"\b(?:the|a|an)\b\s*", "", a)).strip() for a in path]
+        expected = [re.sub(r"\s+", " ", re.sub(r"\b(?:the|a|an)\b\s*", "", a.lower())).strip() for a in path]
         assert extract_actions(", ".join(path)) == expected
         assert extract_actions(numbered(list(path))) == expected
 
@@ -110,4 +114,5 @@ def test_slots_and_fill():
     assert slots(fill(step, {})) == ["seed", "pot 1"]
     assert slots("look around") == [] and fill("look around", {"x": "y"}) == "look around"
     assert slots("<" + "x" * 41 + ">") == []  # slot names are short
-    assert slots(extract_actions("connect <wire 1> terminal 2 to cathode in <color> light bulb")[0]) == ["wire 1", "color"]
+    [action] = extract_actions("connect <wire 1> terminal 2 to cathode in <color> light bulb")
+    assert slots(action) == ["wire 1", "color"]

@@ -64,14 +64,11 @@ class TestMemoryEntry:
         assert MemoryEntry("fact", "x", provenance=(p, q)).id == MemoryEntry("fact", "x", provenance=(q, p)).id
 
     def test_id_is_stable_across_runs(self):
-        # a content hash is a fixed function of the content: pin one value so a change of the hash
-        # payload (which would silently re-key every stored bank and cache entry) fails loudly
-        assert MemoryEntry("fact", "water boils at 100 C", "boil").id == MemoryEntry(
-            "fact", "water boils at 100 C", "boil"
-        ).id
-        from dreamer_gym.memory.hashing import content_hash
-
-        assert MemoryEntry("fact", "x", "f").id == "e" + content_hash(["fact", "x", "f", []])
+        # ids are a fixed function of the content: pinned, so a change of the hash payload (which would
+        # silently re-key every stored bank and cache entry) fails loudly
+        assert MemoryEntry("fact", "water boils at 100 C", "boil").id == "e463b51c13214"
+        prov = (Provenance("tabc", 0, 3),)
+        assert MemoryEntry("procedure", "go to kitchen", "boil", provenance=prov).id == "e4bba7e0f2b20"
 
     @pytest.mark.parametrize("bad", ["lesson", "", "Fact", "procedures"])
     def test_bad_kind_raises_with_message(self, bad):
