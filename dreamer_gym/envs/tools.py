@@ -20,6 +20,7 @@ TOOLS: dict[str, str] = {
     "commit": '{"tool": "commit"} - replace the region with what was emitted and get the reward',
 }
 MAX_TRAJECTORY_STEPS = 20
+CHARS_PER_TOKEN = 12  # character cap per emitted entry = max_entry_tokens * this
 
 
 class ToolError(Exception):
@@ -184,6 +185,8 @@ class Workspace:
         tokens = count_tokens(text)
         if tokens > self.max_entry_tokens:
             raise ToolError(f"entry has {tokens} tokens; the limit is {self.max_entry_tokens}")
+        if len(text) > self.max_entry_tokens * CHARS_PER_TOKEN:  # one 100k-letter "word" is one token
+            raise ToolError(f"entry has {len(text)} characters; the limit is {self.max_entry_tokens * CHARS_PER_TOKEN}")
         provenance = self._provenance(args.get("provenance"))
         self._check_room()
         entry = MemoryEntry(kind, text, self.family, ("consolidated",), provenance, supersedes=self.region.entry_ids)

@@ -593,3 +593,16 @@ def test_sync_vector_env(env_id):
 def test_observation_arrays_have_fixed_dtype(shared_env):
     obs, _ = shared_env.reset(seed=0)
     assert obs["budget"].dtype == np.int64 and obs["budget"].shape == (4,)
+
+
+def test_one_giant_word_is_refused_by_the_character_cap(env_id):
+    env = gym.make(env_id, eval_in_family=1, eval_other=0)
+    try:
+        _, info = env.reset(seed=0)
+        anchor = info["region"][0]["id"]
+        action = json.dumps({"tool": "emit", "kind": "fact", "text": "x" * 100_000, "provenance": [anchor]})
+        _, reward, terminated, truncated, info = env.step(action)
+        assert "characters" in info["last_error"] and info["emitted"] == []
+        assert not terminated and not truncated
+    finally:
+        env.close()
