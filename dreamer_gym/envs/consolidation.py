@@ -105,7 +105,9 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         if family not in families:
             raise ValueError(f"Expected `options['family']` to be one of {families}, got {family!r}")
         region = select_by_family(bank, family, self.config.max_region_entries)
-        self.store.put_bank(bank, meta={"pool": pool.hash, "index": bank_index})
+        if not self.store.has_bank(bank.hash):  # first use of this bank: store it with its evidence
+            self.store.put_trajectories(pool.trajectories.values())
+            self.store.put_bank(bank, meta={"pool": pool.hash, "index": bank_index})
         self._ws = Workspace(bank, region, pool.trajectories, family, self.config.max_emitted, self.config.max_entry_tokens)
         self._render_region()
         self._episodes = self._draw_episodes(family, rng)
