@@ -1,0 +1,28 @@
+"""Async vector envs work with text spaces when shared memory is off."""
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import dreamer_gym  # noqa: F401
+
+
+@pytest.mark.jvm
+def test_async_vector_env_with_text_spaces() -> None:
+    envs = gym.make_vec(
+        "MemoryConsolidation-ScienceWorld-v0", num_envs=2, vectorization_mode="async",
+        vector_kwargs={"shared_memory": False}, eval_in_family=1, eval_other=0,
+    )
+    try:
+        obs, info = envs.reset(seed=[0, 1])
+        assert obs["budget"].shape == (2, 4) and len(obs["region"]) == 2
+        assert obs["region"][0] != obs["region"][1]  # different seeds, different regions
+        obs, reward, terminated, truncated, info = envs.step([json.dumps({"tool": "commit"})] * 2)
+        assert terminated.all() and not truncated.any()
+        assert np.all(np.isfinite(reward))
+        assert "score_after" in info and len(info["score_after"]) == 2
+    finally:
+        envs.close()
