@@ -52,13 +52,39 @@ _WORKER: dict[str, Any] = {}
 
 def _init_worker(suite_name: str, suite_kwargs: dict[str, Any], agent_config: AgentConfig) -> None:
     suite = make_suite(suite_name, **suite_kwargs)
-    _WORKER["suite"], _WORKER["agent"] = suite, MemoryFollowingAgent(agent_config)
-    atexit.register(suite.close)
+    _WORKER.update(suite=suite, agent=MemoryFollowingAgent(agent_config), suite_name=suite_name, suite_kwargs=suite_kwargs)
+    atexit.register(lambda: _WORKER.get("suite") and _WORKER["suite"].close())
+
+
+def play_guarded(
+    holder: dict[str, Any], suite_name: str, suite_kwargs: dict[str, Any], agent: MemoryFollowingAgent,
+    task: EpisodeTask, entries: Sequence[MemoryEntry], seed: int,
+) -> EpisodeResult:
+    """Play one episode; if the simulator fails, restart it and try once more, then record the failure
+    as a result with ``error`` set (score 0, never cached) so the evaluation goes on."""
+    error = ""
+    for _attempt in range(2):
+        try:
+            if holder.get("suite") is None:
+                holder["suite"] = make_suite(suite_name, **suite_kwargs)
+            return agent.play(holder["suite"], task, entries, seed)
+        except Exception as exc:  # noqa: BLE001 - a simulator crash must not end the sweep
+            error = f"{type(exc).__name__}: {exc}"[:500]
+            logger.warning("episode %s failed (%s); restarting the simulator", task, error)
+            suite = holder.pop("suite", None)
+            if suite is not None:
+                try:
+                    suite.close()
+                except Exception:  # noqa: BLE001 - already dead
+                    pass
+    return EpisodeResult(task, 0.0, 0.0, 0, False, (), error=error)
 
 
 def _play_in_worker(task: EpisodeTask, entries: list[dict[str, Any]], seed: int) -> dict[str, Any]:
-    agent: MemoryFollowingAgent = _WORKER["agent"]
-    result = agent.play(_WORKER["suite"], task, [MemoryEntry.from_dict(e) for e in entries], seed)
+    result = play_guarded(
+        _WORKER, _WORKER["suite_name"], _WORKER["suite_kwargs"], _WORKER["agent"], task,
+        [MemoryEntry.from_dict(e) for e in entries], seed,
+    )
     return result.to_dict()
 
 
@@ -129,13 +155,15 @@ class Evaluator:
             self.store.put_cached(key, result.to_dict())
 
     def _run_local(self, todo: dict[str, tuple[EvalEpisode, list[MemoryEntry]]]) -> dict[str, EpisodeResult]:
-        if self._suite is None:
-            self._suite = make_suite(self.suite_name, **self.suite_kwargs)
+        holder: dict[str, Any] = {"suite": self._suite}
         out = {}
         for key, (ep, entries) in todo.items():
-            result = self.agent.play(self._suite, ep.task, entries, ep.seed)
+            result = play_guarded(holder, self.suite_name, self.suite_kwargs, self.agent, ep.task, entries, ep.seed)
+            if result.error is not None:
+                self.stats.failures += 1
             self._record(key, result)
             out[key] = result
+        self._suite = holder.get("suite")
         return out
 
     def _ensure_executor(self) -> ProcessPoolExecutor:
@@ -153,6 +181,7 @@ class Evaluator:
         if self.workers == 0:
             if self._suite is None:
                 self._suite = make_suite(self.suite_name, **self.suite_kwargs)
+            self._suite.start(EpisodeTask("find-non-living-thing", 0))  # starts the JVM
             return
         ex = self._ensure_executor()
         list(ex.map(_noop, range(self.workers * 2)))
@@ -172,6 +201,8 @@ class Evaluator:
                     done, pending = wait(pending, return_when=FIRST_COMPLETED)
                     for fut in done:
                         result = EpisodeResult.from_dict(fut.result())
+                        if result.error is not None:
+                            self.stats.failures += 1
                         self._record(futures[fut], result)
                         out[futures[fut]] = result
             except BrokenProcessPool:

@@ -164,3 +164,45 @@ def test_worker_that_died_while_idle_is_replaced(local, bank, episodes):
     finally:
         ev.close()
     assert wait_gone(child_jvms() - before, 20) == set()
+
+
+
+_CRASH_SCRIPT = """
+import json
+from dreamer_gym.evaluation import Evaluator, EvalEpisode
+from dreamer_gym.pool import load_pool
+from dreamer_gym.suites.base import EpisodeTask
+pool = load_pool("scienceworld-v0")
+eps = [EvalEpisode(EpisodeTask(f, v), pool.description(EpisodeTask(f, v), "dev"))
+       for f in pool.families[:2] for v in pool.variations(f, "dev")[:1]]
+reference = Evaluator(workers=0)
+expected = [r.score for r in reference.evaluate(pool.banks[0], eps)]
+reference.close()
+ev = Evaluator(workers=0)
+ev.warm_up()
+ev._suite._proc.kill()  # the simulator dies between episodes
+ev._suite._proc.wait(timeout=10)
+results = ev.evaluate(pool.banks[0], eps)
+alive = ev._suite._proc.poll() is None
+ev.close()
+print(json.dumps({"expected": expected, "scores": [r.score for r in results],
+                  "errors": [r.error for r in results], "alive": alive}))
+"""
+
+
+@pytest.mark.jvm
+@pytest.mark.timeout(300)
+def test_a_simulator_crash_is_retried_on_a_fresh_jvm():
+    """Kill the in-process JVM behind the evaluator's back: the episode is retried on a fresh JVM and the
+    result equals an undisturbed run. Runs in a subprocess: py4j's dead connections log from background
+    threads, which is none of this test process's business."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _CRASH_SCRIPT], capture_output=True, text=True, timeout=280)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["errors"] == [None, None]
+    assert out["scores"] == out["expected"]
+    assert out["alive"]

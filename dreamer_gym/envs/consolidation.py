@@ -182,6 +182,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
             "size_before": {"entries": len(ws.region.entry_ids), "tokens": tokens_before},
             "size_after": {"entries": len(ws.emitted), "tokens": tokens_after},
             "reward_components": {"score_delta": (score_after - score_before) / 100.0, "size": size},
+            "episode_errors": [r.error for r in (*before, *after) if r.error],
             "bank_before": ws.bank.hash,
             "bank_after": new_bank.hash,
             "episodes": [
