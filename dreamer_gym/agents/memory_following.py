@@ -11,12 +11,12 @@ from collections.abc import Sequence
 
 from dreamer_gym.agents.base import AgentConfig, EpisodeResult
 from dreamer_gym.agents.reading import extract_actions, fill, forbidden_actions, slots
+from dreamer_gym.agents.slots import SlotContext, resolve_slot
 from dreamer_gym.agents.world import ROOMS, WorldModel, objects_in
 from dreamer_gym.memory import BM25Retriever, MemoryEntry
 from dreamer_gym.suites.base import EpisodeTask, StepOutcome, TaskSuite
 
 _AMBIGUOUS = "Ambiguous request"
-_STOP = frozenset("a an the of to in on and or is are it this that some any".split())
 
 
 class _Episode:
@@ -154,58 +154,17 @@ class MemoryFollowingAgent:
         return None
 
     def _resolve_slot(self, ep: _Episode, name: str, step: str, bindings: dict[str, str], facts: list[str]) -> str | None:
-        description = ep.description.lower()
-        used = set(bindings.values())
-        # 0. "<ingredient 2>": the 2nd item of the last list the agent read ("you need to mix a, b, c")
-        numbered = re.match(r"(.*?)\s*(\d+)$", name)
-        if numbered and ep.notes:
-            listed = re.findall(r"(?:mix|ingredients?:?|are:?) ([a-z ,]+(?:,|and) [a-z ]+)", ep.notes[-1].lower())
-            if listed:
-                items = [i.strip() for i in re.split(r",|\band\b", listed[-1]) if i.strip()]
-                index = int(numbered.group(2)) - 1
-                if 0 <= index < len(items):
-                    return items[index]
-        # 1. a quoted phrase in the task text ('salt water')
-        quoted = re.findall(r"'([^']+)'", description)
-        if quoted and name.split()[0] in ("substance", "product", "target", "mixture"):
-            return quoted[0]
-        # 2. the words around the slot, matched in the task text ("<color> box" -> "red box")
-        after = re.search(r"<" + re.escape(name) + r">\s+([a-z]+(?: [a-z]+)?)", step)
-        if after and ep.reading is not None:  # "if ... above 50.0 degrees ..., place it in the red box"
-            for side, limit, value in re.findall(
-                r"if [^.]*?\b(above|below) (-?\d+(?:\.\d+)?)[^.]*?\b([a-z]+) " + re.escape(after.group(1)), description
-            ):
-                if (side == "above") == (ep.reading > float(limit)):
-                    return value
-        if after:
-            found = re.search(r"\b([a-z]+) " + re.escape(after.group(1)) + r"\b", description)
-            if found and found.group(1) not in _STOP and found.group(1) not in used:
-                return found.group(1)
-        # 2b. the slot's own name in the task text, with its one-letter label ("unknown substance b")
-        named = re.search(r"\b" + re.escape(name) + r" [a-z0-9]\b", description)
-        if named and not re.search(r"\d$", name) and named.group(0) not in used:
-            return named.group(0)
-        # 3. a visible object whose name contains the slot's type word ("<wire 2>" -> "black wire")
-        visible = [*ep.world.objects, *objects_in(ep.suite.inventory())]
-        type_word = re.sub(r"\s*\d+$", "", name).split()[-1] if name.strip() else name
-        heads = [o for o in visible if type_word and re.search(r"\b" + re.escape(type_word) + r"s?$", o)]
-        inner = [o for o in visible if type_word and re.search(r"\b" + re.escape(type_word) + r"s?\b", o)]
-        for obj in [*heads, *inner]:
-            if obj not in used:
-                return obj
-        # 4. a visible object that a retrieved fact puts in the slot's category
-        category = re.compile(r"(?<![\w-])" + re.escape(re.sub(r"\s*\d+$", "", name)) + r"s?\b")
-        for fact in facts:
-            if category.search(fact.lower()):
-                for obj in visible:  # room objects come before the inventory
-                    core = obj.split(" egg")[0]
-                    if obj not in used and re.search(r"\b" + re.escape(core) + r"\b", fact.lower()):
-                        return obj
-        # 5. the object the task text names after its main verb ("boil water" -> "water")
-        verb = re.search(r"your task is to (?:boil|melt|freeze|grow|create|find|measure|use|turn on) (?:an? |the )?([a-z ]+?)[.,]", description)
-        if verb and name.split()[0] in ("substance", "object", "thing"):
-            return verb.group(1)
-        return None
+        ctx = SlotContext(
+            name=name,
+            step=step,
+            description=ep.description.lower(),
+            used=frozenset(bindings.values()),
+            visible=(*ep.world.objects, *objects_in(ep.suite.inventory())),
+            facts=tuple(facts),
+            last_read=ep.notes[-1] if ep.notes else None,
+            reading=ep.reading,
+        )
+        return resolve_slot(ctx)
 
     def _explore(self, ep: _Episode) -> None:
         """Weak fixed fallback: visit the rooms the task text names and look around."""

@@ -15,7 +15,7 @@ from dreamer_gym.envs.spaces import sanitize, text_space
 from dreamer_gym.envs.tools import TOOLS, ToolError, Workspace, parse_action
 from dreamer_gym.errors import FrozenParameterError
 from dreamer_gym.evaluation import EvalEpisode, Evaluator
-from dreamer_gym.memory import MemoryBank, count_tokens, select_by_family
+from dreamer_gym.memory import count_tokens, select_by_family
 from dreamer_gym.pool import BankPool, load_pool
 from dreamer_gym.store import Store
 from dreamer_gym.suites.base import EpisodeTask

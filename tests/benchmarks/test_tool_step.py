@@ -140,7 +140,7 @@ def _check_step(out, n_entries: int) -> None:
     obs, reward, terminated, truncated, info = out
     assert reward == 0.0 and not terminated and not truncated
     assert info["last_error"] is None
-    assert obs["region"].startswith(f"Region ") and f": {n_entries} entries" in obs["region"].splitlines()[0]
+    assert obs["region"].startswith("Region ") and f": {n_entries} entries" in obs["region"].splitlines()[0]
     assert int(obs["budget"][3]) == n_entries
 
 
