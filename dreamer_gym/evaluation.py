@@ -17,6 +17,7 @@ from typing import Any
 from dreamer_gym.agents import AgentConfig, EpisodeResult, MemoryFollowingAgent
 from dreamer_gym.memory import MemoryBank, MemoryEntry
 from dreamer_gym.memory.hashing import content_hash
+from dreamer_gym.pool import BankPool
 from dreamer_gym.store import Store
 from dreamer_gym.suites import make_suite
 from dreamer_gym.suites.base import EpisodeTask, TaskSuite
@@ -31,6 +32,19 @@ class EvalEpisode:
     task: EpisodeTask
     description: str
     seed: int = 0
+
+
+def round_robin_episodes(pool: BankPool, n: int, split: str = "dev") -> list[EvalEpisode]:
+    """``n`` episodes taking the pool's families in turn (first variation of each, then the second...),
+    for benchmarks and studies that want a fixed, family-balanced episode set."""
+    episodes: list[EvalEpisode] = []
+    i = 0
+    while len(episodes) < n:
+        family = pool.families[i % len(pool.families)]
+        task = EpisodeTask(family, pool.variations(family, split)[i // len(pool.families)])
+        episodes.append(EvalEpisode(task, pool.description(task, split)))
+        i += 1
+    return episodes
 
 
 @dataclass

@@ -31,10 +31,9 @@ from typing import Any
 import gymnasium as gym
 
 import dreamer_gym  # noqa: F401 - registers the env ids
-from dreamer_gym.evaluation import EvalEpisode, Evaluator
+from dreamer_gym.evaluation import Evaluator, round_robin_episodes
 from dreamer_gym.pool import load_pool
 from dreamer_gym.store import Store
-from dreamer_gym.suites.base import EpisodeTask
 
 ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
 COMMIT = json.dumps({"tool": "commit"})
@@ -117,13 +116,7 @@ def jvm_share(n_episodes: int = 8) -> dict[str, Any]:
     from py4j.java_gateway import GatewayClient
 
     pool = load_pool("scienceworld-v0")
-    episodes: list[EvalEpisode] = []
-    i = 0
-    while len(episodes) < n_episodes:
-        family = pool.families[i % len(pool.families)]
-        task = EpisodeTask(family, pool.variations(family, "dev")[i // len(pool.families)])
-        episodes.append(EvalEpisode(task, pool.description(task, "dev")))
-        i += 1
+    episodes = round_robin_episodes(pool, n_episodes)
     bank = pool.banks[0]
     ev = Evaluator(store=Store(), workers=0)
     ev.warm_up()

@@ -18,10 +18,9 @@ import time
 
 import pytest
 
-from dreamer_gym.evaluation import EvalEpisode, Evaluator
+from dreamer_gym.evaluation import EvalEpisode, Evaluator, round_robin_episodes
 from dreamer_gym.pool import load_pool
 from dreamer_gym.store import Store
-from dreamer_gym.suites.base import EpisodeTask
 
 pytestmark = [pytest.mark.jvm]
 
@@ -43,14 +42,7 @@ def bank(pool):
 
 @pytest.fixture(scope="module")
 def episodes(pool) -> list[EvalEpisode]:
-    out: list[EvalEpisode] = []
-    i = 0
-    while len(out) < N_EPISODES:
-        family = pool.families[i % len(pool.families)]
-        task = EpisodeTask(family, pool.variations(family, "dev")[i // len(pool.families)])
-        out.append(EvalEpisode(task, pool.description(task, "dev")))
-        i += 1
-    return out
+    return round_robin_episodes(pool, N_EPISODES)
 
 
 @pytest.fixture(scope="module")
