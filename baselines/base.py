@@ -9,7 +9,10 @@ import gymnasium as gym
 
 
 class Consolidator(Protocol):
-    """A policy on `ConsolidationEnv`: yields one JSON tool call at a time."""
+    """A policy on `ConsolidationEnv`: yields one JSON tool call at a time.
+
+    ``actions`` is usually a generator; :func:`run_episode` sends it ``(obs, info)`` after each step, so
+    a policy that reacts to tool results writes ``obs, info = yield action`` (others ignore it)."""
 
     name: str
 
@@ -27,10 +30,15 @@ def run_episode(env: gym.Env, policy: Consolidator, seed: int | None = None,
     obs, info = env.reset(seed=seed, options=options)
     total = 0.0
     calls = policy.actions(env, obs, info)
+    send = getattr(calls, "send", None)
+    action = next(calls, call("commit"))
     while True:
-        action = next(calls, call("commit"))
         obs, reward, terminated, truncated, info = env.step(action)
         total += reward
         if terminated or truncated:
             info["return"] = total
             return info
+        try:
+            action = send((obs, info)) if send is not None else next(calls)
+        except StopIteration:
+            action = call("commit")

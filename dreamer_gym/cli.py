@@ -1,4 +1,4 @@
-"""`dreamer-gym` command line: acquire, consolidate, validity, demo."""
+"""`dreamer-gym` command line: acquire, consolidate, evaluate, validity."""
 from __future__ import annotations
 
 import argparse
@@ -32,46 +32,136 @@ def _table(rows: list[dict[str, object]]) -> str:
     return "\n".join([line, sep, *body])
 
 
-def _cmd_consolidate(args: argparse.Namespace) -> int:
-    """Run fixed consolidators through the env and print what each did to score and size."""
+def _llm_config(args: argparse.Namespace, role: str) -> dict[str, object]:
+    """The LLM config a flag set asks for, as a plain dict (never holds a key: only its env var name)."""
+    backend = getattr(args, f"{role}_backend", None) or args.backend
+    model = getattr(args, f"{role}_model", None) or args.model
+    return {"backend": backend, "model": model, "base_url": args.base_url, "api_key_env": args.api_key_env,
+            "max_context": args.max_context, "timeout_s": args.timeout}
+
+
+def _make_consolidator(name: str, args: argparse.Namespace, backend: object | None = None) -> object:
+    from baselines import REGISTRY
+
+    if name == "prompted":
+        from baselines.prompted import PromptedConsolidator
+
+        return PromptedConsolidator(backend=backend, llm=_llm_config(args, "consolidator"),  # type: ignore[arg-type]
+                                    guided=not args.no_guided, seed=args.llm_seed)
+    if name not in REGISTRY:
+        raise SystemExit(f"unknown consolidator {name!r}; known: {sorted([*REGISTRY, 'prompted'])}")
+    return REGISTRY[name]()
+
+
+def _env_kwargs(args: argparse.Namespace) -> dict[str, object]:
+    kwargs: dict[str, object] = {"workers": args.workers, "eval_in_family": args.episodes, "eval_other": args.other,
+                                 "reward_agent": args.reward_agent}
+    if args.reward_agent == "llm":
+        kwargs["llm"] = _llm_config(args, "agent")
+        kwargs["agent_max_steps"] = args.agent_max_steps
+    if args.max_tool_calls:
+        kwargs["max_tool_calls"] = args.max_tool_calls
+    if args.region_entries:
+        kwargs["max_region_entries"] = args.region_entries
+    return kwargs
+
+
+def _summarise(name: str, infos: list[dict[str, object]]) -> dict[str, object]:
+    ok = [i for i in infos if "error" not in i]
+    n = max(len(ok), 1)
+
+    def mean(key: str, sub: str | None = None) -> float:
+        return sum(float(i[key][sub] if sub else i[key]) for i in ok) / n  # type: ignore[index]
+
+    row: dict[str, object] = {
+        "consolidator": name,
+        "score before": f"{mean('score_before'):.1f}",
+        "score after": f"{mean('score_after'):.1f}",
+        "success before": f"{mean('success_before'):.2f}",
+        "success after": f"{mean('success_after'):.2f}",
+        "entries before": f"{mean('size_before', 'entries'):.1f}",
+        "entries after": f"{mean('size_after', 'entries'):.1f}",
+        "tokens before": f"{mean('size_before', 'tokens'):.0f}",
+        "tokens after": f"{mean('size_after', 'tokens'):.0f}",
+        "reward": f"{mean('return'):+.3f}",
+    }
+    calls = sum(int(i.get("tool_calls", 0)) for i in ok)  # type: ignore[call-overload]
+    if calls:
+        row["valid calls"] = f"{1 - sum(int(i['invalid_calls']) for i in ok) / calls:.2f}"  # type: ignore[call-overload]
+    if len(ok) < len(infos):
+        row["failed"] = len(infos) - len(ok)
+    return row
+
+
+def _run(args: argparse.Namespace, names: list[str]) -> tuple[list[dict[str, object]], dict[str, list[dict[str, object]]]]:
+    """Run each consolidator over families x seeds; an LLM failure is recorded per episode, not raised."""
     import gymnasium as gym
     from tqdm.auto import tqdm
 
     import dreamer_gym  # noqa: F401 - registers the ids
-    from baselines import REGISTRY, run_episode
+    from baselines import run_episode
+    from dreamer_gym.errors import LLMError
 
-    env = gym.make(args.env, workers=args.workers, eval_in_family=args.episodes, eval_other=args.other)
-    rows = []
+    env = gym.make(args.env, **_env_kwargs(args))
+    results: dict[str, list[dict[str, object]]] = {}
     try:
         pool = env.unwrapped.pool
         families = args.families.split(",") if args.families else list(pool.families)
-        jobs = [(c, f, s) for c in args.consolidators.split(",") for f in families for s in args.seeds]
-        results: dict[str, list[dict[str, object]]] = {}
+        policies = {name: _make_consolidator(name, args) for name in names}
+        jobs = [(c, f, s) for c in names for f in families for s in args.seeds]
         for name, family, seed in tqdm(jobs, desc="consolidate", disable=args.quiet):
-            if name not in REGISTRY:
-                raise SystemExit(f"unknown consolidator {name!r}; known: {sorted(REGISTRY)}")
-            info = run_episode(env, REGISTRY[name](), seed=seed, options={"family": family})
+            try:
+                info = run_episode(env, policies[name], seed=seed, options={"family": family})  # type: ignore[arg-type]
+                info["tool_calls"] = env.unwrapped.config.max_tool_calls - int(info["tool_calls_left"])
+            except LLMError as exc:
+                info = {"error": f"{type(exc).__name__}: {exc}"}
+            info.update(family=family, seed=seed)
             results.setdefault(name, []).append(info)
-        for name, infos in results.items():
-            n = len(infos)
-            rows.append({
-                "consolidator": name,
-                "score before": f"{sum(i['score_before'] for i in infos) / n:.1f}",
-                "score after": f"{sum(i['score_after'] for i in infos) / n:.1f}",
-                "success before": f"{sum(i['success_before'] for i in infos) / n:.2f}",
-                "success after": f"{sum(i['success_after'] for i in infos) / n:.2f}",
-                "entries before": f"{sum(i['size_before']['entries'] for i in infos) / n:.1f}",
-                "entries after": f"{sum(i['size_after']['entries'] for i in infos) / n:.1f}",
-                "tokens before": f"{sum(i['size_before']['tokens'] for i in infos) / n:.0f}",
-                "tokens after": f"{sum(i['size_after']['tokens'] for i in infos) / n:.0f}",
-                "reward": f"{sum(i['return'] for i in infos) / n:+.3f}",
-            })
     finally:
+        for policy in locals().get("policies", {}).values():
+            backend = getattr(policy, "_backend", None)
+            if backend is not None:
+                backend.close()
         env.close()
-    print(f"\n{args.env}: {len(families)} families x {len(args.seeds)} seeds, "
-          f"{args.episodes}+{args.other} DEV episodes per commit, memory-following agent\n")
+    return [_summarise(n, infos) for n, infos in results.items()], results
+
+
+def _header(args: argparse.Namespace, families: int) -> str:
+    agent = "memory-following agent" if args.reward_agent == "memory" else f"LLM agent ({args.agent_model or args.model})"
+    return (f"\n{args.env}: {families} families x {len(args.seeds)} seeds, "
+            f"{args.episodes}+{args.other} DEV episodes per commit, {agent}\n")
+
+
+def _cmd_consolidate(args: argparse.Namespace) -> int:
+    """Run consolidators through the env and print what each did to score and size."""
+    names = (args.consolidator or args.consolidators).split(",")
+    rows, results = _run(args, names)
+    families = len({i["family"] for infos in results.values() for i in infos})
+    print(_header(args, families))
     print(_table(rows))
-    return 0
+    return 0 if all("failed" not in r for r in rows) else 1
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    """Evaluate one consolidator; print the table and write every episode's record as JSON."""
+    rows, results = _run(args, [args.consolidator])
+    infos = results.get(args.consolidator, [])
+    print(_header(args, len({i["family"] for i in infos})))
+    print(_table(rows))
+    if args.out:
+        keep = ("family", "seed", "error", "return", "score_before", "score_after", "success_before", "success_after",
+                "size_before", "size_after", "invalid_calls", "tool_calls", "episode_errors", "episodes")
+        record = {
+            "env": args.env, "consolidator": args.consolidator, "reward_agent": args.reward_agent,
+            "llm": _llm_config(args, "consolidator") if args.consolidator == "prompted" else None,
+            "agent_llm": _llm_config(args, "agent") if args.reward_agent == "llm" else None,
+            "summary": rows[0] if rows else {},
+            "runs": [{k: i[k] for k in keep if k in i} for i in infos],
+        }
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(record, indent=1, default=float))
+        print(f"\nwrote {args.out}")
+    return 0 if infos and all("error" not in i for i in infos) else 1
 
 
 def _cmd_validity(args: argparse.Namespace) -> int:
@@ -100,16 +190,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_cmd_acquire)
 
-    p = sub.add_parser("consolidate", help="run consolidators through the env and print a table")
-    p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0")
-    p.add_argument("--consolidators", default="keep-all,dedupe,empty,blind,oracle")
-    p.add_argument("--families", default="")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0])
-    p.add_argument("--episodes", type=int, default=3, help="DEV episodes of the region's family per commit")
-    p.add_argument("--other", type=int, default=2, help="DEV episodes of other families per commit")
-    p.add_argument("--workers", type=int, default=0)
-    p.add_argument("--quiet", action="store_true")
-    p.set_defaults(func=_cmd_consolidate)
+    for command, func, helptext in (
+        ("consolidate", _cmd_consolidate, "run consolidators through the env and print a table"),
+        ("evaluate", _cmd_evaluate, "evaluate one consolidator (table + JSON record)"),
+    ):
+        p = sub.add_parser(command, help=helptext)
+        p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0")
+        if command == "consolidate":
+            p.add_argument("--consolidators", default="keep-all,dedupe,empty,blind,oracle")
+            p.add_argument("--consolidator", default="", help="one consolidator (overrides --consolidators)")
+        else:
+            p.add_argument("--consolidator", default="prompted")
+            p.add_argument("--out", type=Path, default=None, help="write the per-episode record here (JSON)")
+        p.add_argument("--families", default="")
+        p.add_argument("--seeds", type=int, nargs="+", default=[0])
+        p.add_argument("--episodes", type=int, default=3, help="DEV episodes of the region's family per commit")
+        p.add_argument("--other", type=int, default=2, help="DEV episodes of other families per commit")
+        p.add_argument("--workers", type=int, default=0)
+        p.add_argument("--max-tool-calls", type=int, default=0, help="tool-call budget (0 = the env's default)")
+        p.add_argument("--region-entries", type=int, default=0, help="largest region shown (0 = the env's default)")
+        p.add_argument("--reward-agent", choices=("memory", "llm"), default="memory")
+        p.add_argument("--agent-max-steps", type=int, default=30, help="LLM reward agent: steps per episode")
+        g = p.add_argument_group("LLM (prompted consolidator and LLM reward agent)")
+        g.add_argument("--backend", choices=("transformers", "vllm", "openai"), default="transformers")
+        g.add_argument("--model", default="smollm2-135m", help="hub id, local folder, served name, or smollm2-135m")
+        g.add_argument("--consolidator-backend", default=None, help="override --backend for the consolidator")
+        g.add_argument("--consolidator-model", default=None, help="override --model for the consolidator")
+        g.add_argument("--agent-backend", default=None, help="override --backend for the reward agent")
+        g.add_argument("--agent-model", default=None, help="override --model for the reward agent")
+        g.add_argument("--base-url", default=None, help="openai backend: e.g. http://127.0.0.1:8000/v1")
+        g.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+        g.add_argument("--max-context", type=int, default=4096)
+        g.add_argument("--timeout", type=float, default=120.0, help="seconds per LLM request")
+        g.add_argument("--no-guided", action="store_true", help="prompted: no guided JSON decoding")
+        g.add_argument("--llm-seed", type=int, default=0)
+        p.add_argument("--quiet", action="store_true")
+        p.set_defaults(func=func)
 
     p = sub.add_parser("validity", help="the reward-validity study (paired bootstrap CIs)")
     p.add_argument("--families", default="")

@@ -27,3 +27,11 @@ class SuiteError(DreamerGymError, RuntimeError):
 
 class PoolHashMismatch(DreamerGymError):
     """A rebuilt or loaded bank pool does not match the hash pinned in the env spec."""
+
+
+class LLMError(DreamerGymError, RuntimeError):
+    """An LLM backend failed: unreachable server, unknown model, timeout after its retries."""
+
+
+class LLMTimeout(LLMError, TimeoutError):
+    """A generation took longer than its configured timeout (after retries)."""

@@ -14,7 +14,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
-from dreamer_gym.agents import AgentConfig, EpisodeResult, MemoryFollowingAgent
+from dreamer_gym.agents import AgentConfig, DownstreamAgent, EpisodeResult, make_agent
+from dreamer_gym.errors import LLMError
 from dreamer_gym.memory import MemoryBank, MemoryEntry
 from dreamer_gym.memory.hashing import content_hash
 from dreamer_gym.pool import BankPool
@@ -66,22 +67,26 @@ _WORKER: dict[str, Any] = {}
 
 def _init_worker(suite_name: str, suite_kwargs: dict[str, Any], agent_config: AgentConfig) -> None:
     suite = make_suite(suite_name, **suite_kwargs)
-    _WORKER.update(suite=suite, agent=MemoryFollowingAgent(agent_config), suite_name=suite_name, suite_kwargs=suite_kwargs)
+    _WORKER.update(suite=suite, agent=make_agent(agent_config), suite_name=suite_name, suite_kwargs=suite_kwargs)
     atexit.register(lambda: _WORKER.get("suite") and _WORKER["suite"].close())
 
 
 def play_guarded(
-    holder: dict[str, Any], suite_name: str, suite_kwargs: dict[str, Any], agent: MemoryFollowingAgent,
+    holder: dict[str, Any], suite_name: str, suite_kwargs: dict[str, Any], agent: DownstreamAgent,
     task: EpisodeTask, entries: Sequence[MemoryEntry], seed: int,
 ) -> EpisodeResult:
     """Play one episode; if the simulator fails, restart it and try once more, then record the failure
-    as a result with ``error`` set (score 0, never cached) so the evaluation goes on."""
+    as a result with ``error`` set (score 0, never cached) so the evaluation goes on. An LLM failure
+    (server down, timeout) is recorded at once: restarting the simulator would not help."""
     error = ""
     for _attempt in range(2):
         try:
             if holder.get("suite") is None:
                 holder["suite"] = make_suite(suite_name, **suite_kwargs)
             return agent.play(holder["suite"], task, entries, seed)
+        except LLMError as exc:
+            logger.warning("episode %s failed in the LLM backend: %s", task, exc)
+            return EpisodeResult(task, 0.0, 0.0, 0, False, (), error=f"{type(exc).__name__}: {exc}"[:500])
         except Exception as exc:  # noqa: BLE001 - a simulator crash must not end the sweep
             error = f"{type(exc).__name__}: {exc}"[:500]
             logger.warning("episode %s failed (%s); restarting the simulator", task, error)
@@ -123,7 +128,7 @@ class Evaluator:
     def __post_init__(self) -> None:
         if self.workers < 0:
             raise ValueError(f"Expected `workers` to be >= 0, got {self.workers}")
-        self.agent = MemoryFollowingAgent(self.agent_config)
+        self.agent = make_agent(self.agent_config)
         self.stats = EvalStats()
         # bank hash -> description -> retrieved entries; banks are immutable, so this never goes stale
         self._retrieved: OrderedDict[str, dict[str, list[MemoryEntry]]] = OrderedDict()
@@ -132,7 +137,7 @@ class Evaluator:
 
     def episode_key(self, episode: EvalEpisode, retrieved: Sequence[MemoryEntry]) -> str:
         return content_hash(
-            [self.agent_config.key, self.suite_name, episode.task.family, episode.task.variation, episode.seed,
+            [self.agent.cache_key, self.suite_name, episode.task.family, episode.task.variation, episode.seed,
              [e.id for e in retrieved]],
             length=24,
         )

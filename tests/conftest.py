@@ -38,3 +38,14 @@ def shared_env(env_id: str) -> Iterator[gym.Env]:
     env = make_env(env_id)
     yield env
     env.close()
+
+
+@pytest.fixture(scope="session")
+def smollm2_backend():
+    """The real SmolLM2-135M-Instruct on the transformers backend, shared by the agent, consolidator
+    and CLI tests (loading it costs ~3 s and 600 MB; converting the wheel's GGUF once, ~10 s)."""
+    from dreamer_gym.llm import LLMConfig, make_backend
+
+    backend = make_backend(LLMConfig(backend="transformers", max_context=4096))
+    yield backend
+    backend.close()

@@ -5,20 +5,32 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from dreamer_gym.llm.config import LLMConfig
 from dreamer_gym.memory import MemoryEntry
 from dreamer_gym.memory.hashing import content_hash
 from dreamer_gym.suites.base import EpisodeTask, TaskSuite
+
+AGENTS = ("memory-following", "llm")
 
 
 @dataclass(frozen=True)
 class AgentConfig:
     """What defines a downstream agent's behaviour; its hash is part of every evaluation-cache key."""
 
-    name: str = field(default="memory-following", metadata={"help": "agent implementation"})
+    name: str = field(default="memory-following", metadata={"help": "agent implementation: memory-following | llm"})
     top_k: int = field(default=6, metadata={"help": "entries retrieved into the agent's context"})
     max_steps: int = field(default=80, metadata={"help": "simulator steps per episode"})
+    llm: LLMConfig | None = field(default=None, metadata={"help": "llm agent: backend and model (None = default)"})
+    history: int = field(default=4, metadata={"help": "llm agent: past (action, observation) pairs in the prompt"})
+    max_action_tokens: int = field(default=24, metadata={"help": "llm agent: tokens per generated action"})
 
     def __post_init__(self) -> None:
+        if self.name not in AGENTS:
+            raise ValueError(f"Expected `name` to be one of {AGENTS}, got {self.name!r}")
+        if self.name == "llm":
+            object.__setattr__(self, "llm", LLMConfig.coerce(self.llm))
+        elif self.llm is not None:
+            raise ValueError("`llm` is only used by the llm agent; set name='llm' or drop `llm`")
         if self.top_k < 1:
             raise ValueError(f"Expected `top_k` to be a positive int, got {self.top_k}")
         if self.max_steps < 1:
@@ -69,5 +81,13 @@ class DownstreamAgent(Protocol):
     (the evaluation cache relies on it)."""
 
     config: AgentConfig
+
+    @property
+    def cache_key(self) -> str:
+        """Everything that changes its episodes (config, prompts): the evaluation cache keys on it."""
+        ...
+
+    def retrieve(self, description: str, entries: Sequence[MemoryEntry], index_key: str | None = None) -> list[MemoryEntry]:
+        ...
 
     def play(self, suite: TaskSuite, task: EpisodeTask, entries: Sequence[MemoryEntry], seed: int) -> EpisodeResult: ...

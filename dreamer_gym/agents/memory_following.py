@@ -11,9 +11,10 @@ from collections.abc import Sequence
 
 from dreamer_gym.agents.base import AgentConfig, EpisodeResult
 from dreamer_gym.agents.reading import extract_actions, fill, forbidden_actions, slots
+from dreamer_gym.agents.retrieval import TaskRetriever
 from dreamer_gym.agents.slots import SlotContext, resolve_slot
 from dreamer_gym.agents.world import ROOMS, WorldModel, objects_in
-from dreamer_gym.memory import BM25Retriever, MemoryEntry
+from dreamer_gym.memory import MemoryEntry
 from dreamer_gym.suites.base import EpisodeTask, StepOutcome, TaskSuite
 
 _AMBIGUOUS = "Ambiguous request"
@@ -80,24 +81,16 @@ class MemoryFollowingAgent:
 
     def __init__(self, config: AgentConfig | None = None) -> None:
         self.config = config or AgentConfig()
-        self._indexes: dict[str, BM25Retriever] = {}  # bank hash -> index (banks are immutable)
+        self._retriever = TaskRetriever(self.config.top_k)
 
-    # --- retrieval (also used by the evaluator to build cache keys) -------------------------------
+    @property
+    def cache_key(self) -> str:
+        """What the evaluation cache keys this agent's episodes by."""
+        return self.config.key
+
     def retrieve(self, description: str, entries: Sequence[MemoryEntry], index_key: str | None = None) -> list[MemoryEntry]:
-        """Top entries for the task; the goal sentence counts three times (it names the task family).
-
-        ``index_key`` (a bank hash) lets repeated queries on one immutable bank share one BM25 index.
-        """
-        goal = description.split(".")[0]
-        if index_key is None:
-            retriever = BM25Retriever(entries)
-        else:
-            retriever = self._indexes.get(index_key)
-            if retriever is None:
-                if len(self._indexes) >= 8:
-                    self._indexes.pop(next(iter(self._indexes)))
-                retriever = self._indexes[index_key] = BM25Retriever(entries)
-        return retriever.top_k(f"{description} {goal} {goal}", self.config.top_k)
+        """Top entries for the task (see :class:`TaskRetriever`)."""
+        return self._retriever(description, entries, index_key)
 
     # --- playing ------------------------------------------------------------------------------------
     def play(self, suite: TaskSuite, task: EpisodeTask, entries: Sequence[MemoryEntry], seed: int = 0) -> EpisodeResult:

@@ -3,7 +3,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dreamer_gym.agents.base import AgentConfig
 from dreamer_gym.errors import ConfigError
+from dreamer_gym.llm.config import LLMConfig
+
+REWARD_AGENTS = {"memory": "memory-following", "llm": "llm"}  # env config name -> agent name
 
 DEFAULT_FAMILIES: tuple[str, ...] = (
     "chemistry-mix", "find-living-thing", "find-non-living-thing", "grow-plant", "power-component", "use-thermometer",
@@ -24,7 +28,10 @@ class ConsolidationConfig:
     max_region_entries: int = field(default=50, metadata={"help": "largest working region shown"})
     size_coef: float = field(default=0.02, metadata={"help": "reward per relative change of region tokens"})
     invalid_penalty: float = field(default=0.01, metadata={"help": "reward cost of one invalid tool call"})
-    reward_agent: str = field(default="memory", metadata={"help": "downstream agent: memory (CPU)"})
+    reward_agent: str = field(default="memory", metadata={
+        "help": "downstream agent: memory (deterministic, CPU) or llm (ReAct prompt on `llm`)"})
+    llm: LLMConfig | None = field(default=None, metadata={
+        "help": "reward_agent='llm': backend and model, an LLMConfig or a dict (None = SmolLM2-135M, transformers)"})
     agent_top_k: int = 6
     agent_max_steps: int = 80
     workers: int = field(default=0, metadata={"help": "evaluation worker processes (0 = in-process)"})
@@ -40,5 +47,14 @@ class ConsolidationConfig:
             raise ConfigError("Expected `eval_other` and `workers` to be >= 0")
         if self.size_coef < 0 or self.invalid_penalty < 0:
             raise ConfigError("Expected `size_coef` and `invalid_penalty` to be >= 0")
-        if self.reward_agent != "memory":
-            raise ConfigError(f"Expected `reward_agent` to be 'memory', got {self.reward_agent!r} (LLM agents: issue 3)")
+        if self.reward_agent not in REWARD_AGENTS:
+            raise ConfigError(f"Expected `reward_agent` to be one of {tuple(REWARD_AGENTS)}, got {self.reward_agent!r}")
+        if self.reward_agent == "llm":
+            object.__setattr__(self, "llm", LLMConfig.coerce(self.llm))
+        elif self.llm is not None:
+            raise ConfigError("`llm` configures the LLM reward agent; set reward_agent='llm' or drop `llm`")
+
+    def agent_config(self) -> AgentConfig:
+        """The downstream agent this config asks for."""
+        return AgentConfig(name=REWARD_AGENTS[self.reward_agent], top_k=self.agent_top_k,
+                           max_steps=self.agent_max_steps, llm=self.llm)

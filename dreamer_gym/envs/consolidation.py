@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from dreamer_gym.agents import AgentConfig, EpisodeResult
+from dreamer_gym.agents import EpisodeResult
 from dreamer_gym.envs.config import ConsolidationConfig
 from dreamer_gym.envs.spaces import sanitize, text_space
 from dreamer_gym.envs.tools import TOOLS, ToolError, Workspace, parse_action
@@ -89,7 +89,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         if self._evaluator is None:
             cfg = self.config
             self._evaluator = Evaluator(
-                cfg.suite, AgentConfig(top_k=cfg.agent_top_k, max_steps=cfg.agent_max_steps), self.store, cfg.workers
+                cfg.suite, cfg.agent_config(), self.store, cfg.workers
             )
         return self._evaluator
 

@@ -7,15 +7,29 @@ import gymnasium as gym
 
 from dreamer_gym.envs.spaces import text_space
 from dreamer_gym.envs.tools import TOOLS
+from dreamer_gym.prompts import load_prompt
 
 PROMPT_CHARS = 65_536
 
-_HEADER = """You consolidate one region of an agent's memory bank. The region below is read-only evidence:
-entries (procedure, insight, fact, pitfall) with the trajectories they came from. Use tool calls to
-inspect it, then write a fresh, compact replacement set (keep or emit), and commit. A downstream agent
-will use the new region on held-out tasks; your reward is its score change minus a size term.
-Reply with exactly one JSON object per turn. Tools:
-"""
+
+def tool_list() -> str:
+    """The tool schema lines the prompts show, one per tool."""
+    return "\n".join(f"- {spec}" for spec in TOOLS.values())
+
+
+def system_prompt() -> str:
+    """The consolidator's instructions with the tool list (``dreamer_gym/prompts/consolidator_system.md``)."""
+    return load_prompt("consolidator_system").format(tools=tool_list())
+
+
+def render_state(observation: dict[str, Any]) -> str:
+    """The changing part of a prompt: the region, the last tool result and the budget."""
+    calls, emits, emitted, size = (int(x) for x in observation["budget"])
+    return (
+        f"{observation['region']}\n\nLast result: {observation['result']}\n"
+        f"Budget: {calls} tool calls left, {emits} new entries left, {emitted} in the new region, "
+        f"{size} entries in the region."
+    )
 
 
 class PromptObservation(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
@@ -27,14 +41,7 @@ class PromptObservation(gym.ObservationWrapper, gym.utils.RecordConstructorArgs)
         self.observation_space = text_space(PROMPT_CHARS)
 
     def observation(self, observation: dict[str, Any]) -> str:
-        tools = "\n".join(f"- {spec}" for spec in TOOLS.values())
-        calls, emits, emitted, size = (int(x) for x in observation["budget"])
-        text = (
-            f"{_HEADER}{tools}\n\n{observation['region']}\n\nLast result: {observation['result']}\n"
-            f"Budget: {calls} tool calls left, {emits} new entries left, {emitted} in the new region, "
-            f"{size} entries in the region.\n"
-        )
-        return text[:PROMPT_CHARS]
+        return f"{system_prompt()}\n\n{render_state(observation)}\n"[:PROMPT_CHARS]
 
 
 ENTRY_FEATURES = (

@@ -42,6 +42,10 @@ class TaskSuite(Protocol):
 
     def inventory(self) -> str: ...
 
+    def valid_actions(self) -> tuple[str, ...]:
+        """Actions the simulator accepts in the current state (LLM agents snap free text onto them)."""
+        ...
+
     def gold_path(self, task: EpisodeTask) -> tuple[str, ...]:
         """The suite's oracle action sequence for ``task`` (the adapter's `cheat`)."""
         ...

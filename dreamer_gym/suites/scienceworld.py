@@ -171,6 +171,10 @@ class ScienceWorldSuite:
     def look(self) -> str:
         return sort_listings(str(self.server.freeActionLook()))
 
+    def valid_actions(self) -> tuple[str, ...]:
+        """Every action the simulator would accept now (sorted; hundreds to a few thousand)."""
+        return tuple(sorted({str(a) for a in self.server.getValidActionObjectCombinations()}))
+
     def num_moves(self) -> int:
         return int(self.server.getNumMoves())
 

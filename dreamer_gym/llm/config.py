@@ -1,0 +1,57 @@
+"""Which backend and model to build: one frozen dataclass that travels to worker processes and into
+cache keys. It never holds an API key, only the *name* of the environment variable that does."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from dreamer_gym.errors import ConfigError
+from dreamer_gym.llm.models import SMOLLM2_ALIAS
+
+BACKENDS = ("transformers", "vllm", "openai")
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    backend: str = field(default="transformers", metadata={"help": "transformers | vllm | openai"})
+    model: str = field(default=SMOLLM2_ALIAS, metadata={
+        "help": "hub id, local folder, served model name, or 'smollm2-135m' (the bundled CPU default)"})
+    gguf_file: str | None = field(default=None, metadata={"help": "transformers: a GGUF file inside `model`"})
+    base_url: str | None = field(default=None, metadata={"help": "openai: e.g. http://127.0.0.1:8000/v1"})
+    api_key_env: str = field(default="OPENAI_API_KEY", metadata={
+        "help": "openai: environment variable holding the API key (the key itself is never stored)"})
+    max_context: int = field(default=4096, metadata={"help": "prompt + completion tokens (vLLM: max_model_len)"})
+    dtype: str = field(default="auto", metadata={"help": "auto = float32 for transformers, bfloat16 for vLLM on CPU"})
+    timeout_s: float = field(default=120.0, metadata={"help": "per request / generate call"})
+    retries: int = field(default=2, metadata={"help": "retries after a failed request (openai)"})
+    engine_kwargs: tuple[tuple[str, Any], ...] = field(default=(), metadata={
+        "help": "extra keyword arguments for vllm.LLM (e.g. (('tensor_parallel_size', 4),))"})
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"Expected `backend` to be one of {BACKENDS}, got {self.backend!r}")
+        if self.backend == "openai" and not self.base_url:
+            raise ConfigError("The openai backend needs `base_url`, e.g. http://127.0.0.1:8000/v1")
+        if self.max_context < 256:
+            raise ConfigError(f"Expected `max_context` >= 256, got {self.max_context}")
+        if self.timeout_s <= 0 or self.retries < 0:
+            raise ConfigError("Expected `timeout_s` > 0 and `retries` >= 0")
+        if isinstance(self.engine_kwargs, dict):  # accept a dict, store a hashable tuple
+            object.__setattr__(self, "engine_kwargs", tuple(sorted(self.engine_kwargs.items())))
+
+    @classmethod
+    def coerce(cls, value: LLMConfig | dict[str, Any] | None) -> LLMConfig:
+        """Accept a config, a plain dict (from ``gym.make`` kwargs or JSON) or None (the default)."""
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, dict):
+            unknown = set(value) - set(cls.__dataclass_fields__)
+            if unknown:
+                raise ConfigError(f"Unknown LLM config field(s) {sorted(unknown)}; known: {sorted(cls.__dataclass_fields__)}")
+            return cls(**value)
+        raise ConfigError(f"Expected an LLMConfig or a dict for `llm`, got {type(value).__name__}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

