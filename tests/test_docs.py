@@ -24,3 +24,16 @@ def test_readme_opens_with_two_commands() -> None:
     assert commands == ["make demo", "make test"]
     ci = (Path(__file__).parent.parent / ".ci" / "run").read_text()
     assert "make test" in ci
+
+
+def test_prompts_page_quotes_every_prompt_file_verbatim() -> None:
+    import re
+
+    from dreamer_gym.prompts import load_prompt
+
+    page = (Path(__file__).parent.parent / "docs" / "prompts.md").read_text()
+    quoted = dict(re.findall(r"<!-- prompt: (\w+) -->\n```text\n(.*?)\n```", page, flags=re.S))
+    files = sorted(p.stem for p in (Path(__file__).parent.parent / "dreamer_gym" / "prompts").glob("*.md"))
+    assert sorted(quoted) == files
+    for name, text in quoted.items():
+        assert text == load_prompt(name), f"docs/prompts.md is out of date for {name}.md"

@@ -107,7 +107,7 @@ def test_concurrent_put_of_the_same_bank_is_idempotent():
         barrier = threading.Barrier(6)
         errors: list[BaseException] = []
 
-        def put() -> None:
+        def put(store: Store = store, barrier: threading.Barrier = barrier, errors: list[BaseException] = errors) -> None:
             barrier.wait()
             try:
                 store.put_bank(bank)

@@ -2,6 +2,7 @@
 how a downstream agent then does on held-out episodes (see docs/env.md for the full contract)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -124,7 +125,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         picks = [own[i] for i in sorted(rng.choice(len(own), size=min(cfg.eval_in_family, len(own)), replace=False))]
         episodes = [EvalEpisode(EpisodeTask(family, v), pool.description(EpisodeTask(family, v), split)) for v in picks]
         others = [f for f in pool.families if f != family]
-        for i in range(cfg.eval_other if others else 0):
+        for _ in range(cfg.eval_other if others else 0):
             fam = others[int(rng.integers(len(others)))]
             vs = pool.variations(fam, split)
             task = EpisodeTask(fam, vs[int(rng.integers(len(vs)))])
@@ -183,6 +184,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
             "size_after": {"entries": len(ws.emitted), "tokens": tokens_after},
             "reward_components": {"score_delta": (score_after - score_before) / 100.0, "size": size},
             "episode_errors": [r.error for r in (*before, *after) if r.error],
+            "reward_agent": dataclasses.asdict(self.evaluator.agent_config),  # incl. the LLM, never a key
             "bank_before": ws.bank.hash,
             "bank_after": new_bank.hash,
             "episodes": [

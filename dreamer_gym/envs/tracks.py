@@ -20,8 +20,18 @@ _SCIENCEWORLD = {
     "reward_agent": "memory",
 }
 
+# The paper's setting: an LLM agent's score is the reward. `llm` (backend, model) stays free so a GPU user
+# points it at their own model or server; results are comparable only under the same `llm`, which
+# every commit's info records. 30 agent steps: enough for the gold paths, affordable for a CPU model.
+_SCIENCEWORLD_LLM = {**_SCIENCEWORLD, "reward_agent": "llm"}
+
 REGISTERED: dict[str, dict[str, Any]] = {
     "MemoryConsolidation-ScienceWorld-v0": {**_SCIENCEWORLD, "frozen": dict(_SCIENCEWORLD)},
+    "MemoryConsolidation-ScienceWorld-LLM-v0": {**_SCIENCEWORLD_LLM, "agent_max_steps": 30,
+                                                "frozen": dict(_SCIENCEWORLD_LLM)},
 }
 
-__all__ = ["DEFAULT_FAMILIES", "FROZEN_FIELDS", "REGISTERED", "SCIENCEWORLD_POOL_HASH"]
+# the LLM-agent variant of each id (the CLI's --reward-agent llm picks it)
+LLM_VARIANTS: dict[str, str] = {"MemoryConsolidation-ScienceWorld-v0": "MemoryConsolidation-ScienceWorld-LLM-v0"}
+
+__all__ = ["DEFAULT_FAMILIES", "FROZEN_FIELDS", "LLM_VARIANTS", "REGISTERED", "SCIENCEWORLD_POOL_HASH"]

@@ -14,11 +14,11 @@ import time
 from typing import Any
 
 import pytest
+import scienceworld  # a missing simulator must fail, not skip
 
 from dreamer_gym.suites.base import EpisodeTask
 from dreamer_gym.suites.scienceworld import ScienceWorldSuite, sort_listings
 
-import scienceworld  # a missing simulator must fail, not skip
 pytestmark = [pytest.mark.jvm]
 
 TASK = EpisodeTask("boil", 0)  # starts in the hallway, every door closed

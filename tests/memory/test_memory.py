@@ -20,7 +20,6 @@ from dreamer_gym.memory import (
 )
 from dreamer_gym.memory.tokens import tokenize
 
-
 FILLER_WORDS = ("stove kettle", "anode cathode", "greenhouse seed", "thermometer reading", "freezer ice",
                 "paint brush", "bedroom closet", "hallway door", "orange juice", "metal fork", "bathroom toilet",
                 "foundry blast furnace")

@@ -1,0 +1,48 @@
+"""The LLM-agent id: the same env contract, rewarded by the LLM agent (real SmolLM2-135M, real ScienceWorld)."""
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+from conftest import LLM_ENV_IDS
+from gymnasium.utils.env_checker import check_env
+from helpers import call
+
+from dreamer_gym.errors import ConfigError, FrozenParameterError
+
+TINY = {"eval_in_family": 1, "eval_other": 0, "agent_max_steps": 2, "max_region_entries": 8}
+
+
+@pytest.mark.parametrize("env_id", LLM_ENV_IDS)
+@pytest.mark.jvm
+def test_llm_env_passes_check_env_and_a_commit_is_rewarded_by_the_llm_agent(env_id: str) -> None:
+    env = gym.make(env_id, **TINY)
+    try:
+        check_env(env.unwrapped, skip_render_check=True)
+        obs, info = env.reset(seed=0, options={"family": "use-thermometer"})
+        first = info["region"][0]["id"]
+        env.step(call("keep", ids=[first]))
+        obs, reward, terminated, truncated, info = env.step(call("commit"))
+        assert terminated and isinstance(reward, float)
+        assert info["reward_agent"]["name"] == "llm" and info["reward_agent"]["max_steps"] == 2
+        assert info["reward_agent"]["llm"]["model"] == "smollm2-135m"
+        assert not info["episode_errors"]
+        for ep in info["episodes"]:
+            assert 0.0 <= ep["before"] <= 100.0 and 0.0 <= ep["after"] <= 100.0
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("env_id", LLM_ENV_IDS)
+def test_llm_env_freezes_the_reward_agent_but_not_the_model(env_id: str) -> None:
+    with pytest.raises(FrozenParameterError, match="reward_agent"):
+        gym.make(env_id, reward_agent="memory")
+    env = gym.make(env_id, llm={"backend": "openai", "base_url": "http://127.0.0.1:8000/v1", "model": "served"})
+    assert env.unwrapped.config.llm.backend == "openai"  # nothing is loaded or contacted until a commit
+    env.close()
+    with pytest.raises(ConfigError, match="api_key"):
+        gym.make(env_id, llm={"backend": "openai", "base_url": "http://x/v1", "api_key": "sk-inline"})
+
+
+def test_memory_id_refuses_the_llm_agent() -> None:
+    with pytest.raises(FrozenParameterError, match="reward_agent"):
+        gym.make("MemoryConsolidation-ScienceWorld-v0", reward_agent="llm")
