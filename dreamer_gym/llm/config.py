@@ -21,7 +21,7 @@ class LLMConfig:
     api_key_env: str = field(default="OPENAI_API_KEY", metadata={
         "help": "openai: environment variable holding the API key (the key itself is never stored)"})
     max_context: int = field(default=4096, metadata={"help": "prompt + completion tokens (vLLM: max_model_len)"})
-    dtype: str = field(default="auto", metadata={"help": "auto = float32 for transformers, bfloat16 for vLLM on CPU"})
+    dtype: str = field(default="auto", metadata={"help": "auto = float32 on CPU (deterministic across batches), the engine's choice on GPUs"})
     timeout_s: float = field(default=120.0, metadata={"help": "per request / generate call"})
     retries: int = field(default=2, metadata={"help": "retries after a failed request (openai)"})
     engine_kwargs: tuple[tuple[str, Any], ...] = field(default=(), metadata={
