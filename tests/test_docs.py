@@ -37,3 +37,18 @@ def test_prompts_page_quotes_every_prompt_file_verbatim() -> None:
     assert sorted(quoted) == files
     for name, text in quoted.items():
         assert text == load_prompt(name), f"docs/prompts.md is out of date for {name}.md"
+
+
+def test_llm_page_quotes_the_recorded_llm_study() -> None:
+    """The tables in docs/llm.md are what baselines.llm_study computes from its recorded run."""
+    import json
+
+    from baselines.llm_study import tables
+
+    root = Path(__file__).parent.parent / "docs"
+    summary = json.loads((root / "llm_study_summary.json").read_text())
+    page = (root / "llm.md").read_text()
+    rendered = tables(summary["consolidator"], summary["agents"])
+    assert rendered == summary["tables"]
+    for block in rendered.split("\n\n"):
+        assert block in page
