@@ -19,7 +19,6 @@ from dreamer_gym.pool import BankPool, load_pool
 # ids rewarded by the memory-following agent: the generic env tests run on these. The LLM-agent ids
 # (same env, slower reward) have their own tests in tests/envs/test_llm_env.py.
 ENV_IDS: list[str] = sorted(i for i, kw in REGISTERED.items() if kw["reward_agent"] == "memory")
-LLM_ENV_IDS: list[str] = sorted(i for i, kw in REGISTERED.items() if kw["reward_agent"] == "llm")
 
 
 # --- fixtures ----------------------------------------------------------------------------------------------
