@@ -10,11 +10,12 @@ from collections.abc import Iterator
 
 import gymnasium as gym
 import pytest
-from helpers import make_env
 
 import dreamer_gym  # noqa: F401 - registers the ids
 from dreamer_gym.envs.tracks import REGISTERED
 from dreamer_gym.pool import BankPool, load_pool
+
+from helpers import make_env
 
 # ids rewarded by the memory-following agent: the generic env tests run on these. The LLM-agent ids
 # (same env, slower reward) have their own tests in tests/envs/test_llm_env.py.

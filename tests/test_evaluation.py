@@ -7,12 +7,13 @@ import threading
 import time
 
 import pytest
-from helpers import child_jvms, descendants, is_scienceworld_jvm, pid_alive, wait_gone
 
 from dreamer_gym.agents import AgentConfig
 from dreamer_gym.evaluation import EvalEpisode, Evaluator, worker_pids
 from dreamer_gym.store import Store
 from dreamer_gym.suites.base import EpisodeTask
+
+from helpers import child_jvms, descendants, is_scienceworld_jvm, pid_alive, wait_gone
 
 pytestmark = pytest.mark.jvm
 PER_FAMILY = 2  # dev variations per family: 12 episodes in all

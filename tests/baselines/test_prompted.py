@@ -6,12 +6,13 @@ import json
 
 import jsonschema
 import pytest
-from helpers import make_env
 
 from baselines.base import run_episode
 from baselines.prompted import PromptedConsolidator, extract_json_object
 from dreamer_gym.envs.schema import tool_call_schema
 from dreamer_gym.envs.tools import TOOLS
+
+from helpers import make_env
 
 ENV = "MemoryConsolidation-ScienceWorld-v0"
 FAMILY = "use-thermometer"

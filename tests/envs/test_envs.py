@@ -16,13 +16,14 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
-from helpers import assert_same, call, make_env
 
 from dreamer_gym.envs.config import ConsolidationConfig
 from dreamer_gym.envs.consolidation import ConsolidationEnv
 from dreamer_gym.envs.tracks import REGISTERED
 from dreamer_gym.errors import ConfigError, FrozenParameterError, PoolHashMismatch
 from dreamer_gym.memory import KINDS, select_by_family
+
+from helpers import assert_same, call, make_env
 
 
 def region_ids(info) -> list[str]:

@@ -13,11 +13,12 @@ import json
 import string
 
 import pytest
-from helpers import call, make_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dreamer_gym.envs.tools import TOOLS
+
+from helpers import call, make_env
 
 SEED = 7
 MAX_CALLS = 100_000

@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import gymnasium as gym
 import pytest
-from conftest import LLM_ENV_IDS
 from gymnasium.utils.env_checker import check_env
+
+from dreamer_gym.envs.tracks import REGISTERED
+from dreamer_gym.errors import ConfigError, FrozenParameterError
+
 from helpers import call
 
-from dreamer_gym.errors import ConfigError, FrozenParameterError
+LLM_ENV_IDS = sorted(i for i, kw in REGISTERED.items() if kw["reward_agent"] == "llm")
 
 TINY = {"eval_in_family": 1, "eval_other": 0, "agent_max_steps": 2, "max_region_entries": 8}
 

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_helpers import BACKEND_KINDS, HeavyEngines
 
 from dreamer_gym.llm import LLMBackend, smollm2_135m_instruct
+
+from llm_helpers import BACKEND_KINDS, HeavyEngines
 
 
 @pytest.fixture(scope="session")

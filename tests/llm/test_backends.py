@@ -10,10 +10,11 @@ import time
 
 import jsonschema
 import pytest
-from llm_helpers import HeavyEngines, alive, descendants
 
 from dreamer_gym.errors import LLMError
 from dreamer_gym.llm import LLMBackend, SamplingConfig
+
+from llm_helpers import HeavyEngines, alive, descendants
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_helpers import SERVED_NAME, HeavyEngines, alive
 
 from dreamer_gym.errors import ConfigError, LLMError, LLMTimeout
 from dreamer_gym.llm import LLMConfig, SamplingConfig, make_backend
 from dreamer_gym.llm.openai_backend import OpenAIBackend
 from dreamer_gym.llm.server import VLLMServer, free_port
 from dreamer_gym.llm.vllm_backend import VLLMBackend
+
+from llm_helpers import SERVED_NAME, HeavyEngines, alive
 
 HELLO = [{"role": "user", "content": "Say hello."}]
 SECRET = "sk-test-DO-NOT-LEAK-4b1d9c7e2f"

@@ -6,12 +6,13 @@ import time
 
 import numpy as np
 import pytest
-from helpers import child_jvms, is_scienceworld_jvm, pid_alive, wait_gone
 
 from dreamer_gym.envs.config import DEFAULT_FAMILIES
 from dreamer_gym.suites import make_suite
 from dreamer_gym.suites.base import SPLITS, EpisodeTask, StepOutcome, TaskSuite
 from dreamer_gym.suites.scienceworld import ScienceWorldSuite, java_available, sort_listings
+
+from helpers import child_jvms, is_scienceworld_jvm, pid_alive, wait_gone
 
 pytestmark = pytest.mark.jvm
 
