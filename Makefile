@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
-EXTRAS ?= scienceworld,llm,vllm,dev
+EXTRAS ?= scienceworld,alfworld,llm,vllm,dev
 
 .PHONY: setup java demo test validity bench pool clean
 
