@@ -116,6 +116,7 @@ def _run(args: argparse.Namespace, names: list[str]) -> tuple[list[dict[str, obj
 
     env = gym.make(_env_id(args), **_env_kwargs(args))
     results: dict[str, list[dict[str, object]]] = {}
+    policies: dict[str, object] = {}
     try:
         pool = env.unwrapped.pool
         families = args.families.split(",") if args.families else list(pool.families)
@@ -130,7 +131,7 @@ def _run(args: argparse.Namespace, names: list[str]) -> tuple[list[dict[str, obj
             info.update(family=family, seed=seed)
             results.setdefault(name, []).append(info)
     finally:
-        for policy in locals().get("policies", {}).values():
+        for policy in policies.values():
             backend = getattr(policy, "_backend", None)
             if backend is not None:
                 backend.close()
