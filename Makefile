@@ -1,19 +1,26 @@
 # dreamer_gym: two commands for a fresh machine (Debian, Python 3.11): `make demo` and `make test`.
-# Each installs what is missing: Java 17 (apt), a virtual environment and the pinned packages.
+# Each installs what is missing: Java 17 and Chromium (apt), a virtual environment and the pinned packages.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
-EXTRAS ?= scienceworld,alfworld,llm,vllm,dev
+EXTRAS ?= scienceworld,alfworld,web,llm,vllm,dev
 
-.PHONY: setup java demo test validity bench pool clean
+.PHONY: setup java browser demo test validity bench pool clean
 
-setup: java $(VENV)/.installed
+setup: java browser $(VENV)/.installed
 
 java:
 	@command -v java >/dev/null 2>&1 || { \
 	  echo "Java not found: installing default-jre-headless (OpenJDK 17) with apt"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends default-jre-headless; }
+
+# MiniWoB++ through BrowserGym (suite `miniwob`): Debian's Chromium, driven by playwright through a wrapper
+# script the suite writes (playwright cannot download its own browser here).
+browser:
+	@[ -x /usr/bin/chromium ] || { \
+	  echo "Chromium not found: installing chromium and chromium-driver with apt"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends chromium chromium-driver; }
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)

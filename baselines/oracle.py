@@ -42,6 +42,22 @@ ABSTRACT_PROCEDURES: dict[str, str] = {
     "connect <wire 1> terminal 2 to cathode in <color> light bulb, "
     "connect <wire 2> terminal 2 to anode in <color> light bulb, wait1, wait1",
 }
+# ALFWorld: (goal, steps) per task type, written from the walkthroughs of generated TRAIN games. The
+# expert's search (the "go to" steps before a take) becomes one "<object location>" step; where things
+# usually are comes from the facts below, mined from the same walkthroughs.
+_TAKE = "go to <object location>, take <object> from <object location>"
+_PUT = "go to <receptacle>, move <object> to <receptacle>"
+ALFWORLD_PROCEDURES: dict[str, tuple[str, str]] = {
+    "pick_and_place_simple": ("put a <object> in <receptacle>", f"{_TAKE}, {_PUT}"),
+    "look_at_obj_in_light": ("look at <object> under the <lamp>", f"{_TAKE}, go to <lamp location>, use <lamp>"),
+    "pick_clean_then_place_in_recep": (
+        "put a clean <object> in <receptacle>", f"{_TAKE}, go to sinkbasin 1, clean <object> with sinkbasin 1, {_PUT}"),
+    "pick_heat_then_place_in_recep": (
+        "put a hot <object> in <receptacle>", f"{_TAKE}, go to microwave 1, heat <object> with microwave 1, {_PUT}"),
+    "pick_cool_then_place_in_recep": (
+        "put a cool <object> in <receptacle>", f"{_TAKE}, go to fridge 1, cool <object> with fridge 1, {_PUT}"),
+    "pick_two_obj_and_place": ("put two <object> in <receptacle>", f"{_TAKE}, {_PUT}, {_TAKE}, {_PUT}"),
+}
 CATEGORY = {"find-animal": "animal", "find-living-thing": "living thing", "find-non-living-thing": "non-living thing"}
 
 
@@ -69,6 +85,34 @@ def category_facts(family: str, gold_paths: dict[int, tuple[str, ...]]) -> list[
     return [f"Examples of a {CATEGORY[family]}: " + ", ".join(seen) + "."] if seen else []
 
 
+def _kind(name: str) -> str:
+    return re.sub(r" \d+$", "", name)
+
+
+def _or_list(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def location_facts(family: str, train_gold: dict[str, dict[int, tuple[str, ...]]], max_facts: int = 3,
+                   per_fact: int = 6) -> list[str]:
+    """ALFWorld: where the objects of ``family``'s TRAIN walkthroughs were taken from, by type, counted over
+    every family's walkthroughs ("A mug is usually found in the cabinet, countertop or coffeemachine.")."""
+    from collections import Counter
+
+    places: dict[str, Counter[str]] = {}
+    for paths in train_gold.values():
+        for path in paths.values():
+            for action in path:
+                m = re.match(r"take (.+?) from (.+)$", action)
+                if m:
+                    places.setdefault(_kind(m.group(1)), Counter())[_kind(m.group(2))] += 1
+    mine = Counter(_kind(m.group(1)) for path in train_gold.get(family, {}).values() for a in path
+                   if (m := re.match(r"take (.+?) from (.+)$", a)))
+    sentences = [f"A {obj} is usually found in the {_or_list([p for p, _ in places[obj].most_common(3)])}."
+                 for obj, _ in mine.most_common(max_facts * per_fact)]
+    return [" ".join(sentences[i: i + per_fact]) for i in range(0, len(sentences), per_fact)]
+
+
 def _anchor(info: dict[str, Any]) -> list[str]:
     procs = [e["id"] for e in info["region"] if e["kind"] == "procedure"]
     return (procs or [e["id"] for e in info["region"]])[:8]
@@ -79,6 +123,9 @@ class OracleConsolidator:
 
     def texts(self, env: gym.Env, family: str) -> list[tuple[str, str]]:
         pool = env.unwrapped.pool
+        if family in ALFWORLD_PROCEDURES:
+            goal, steps = ALFWORLD_PROCEDURES[family]
+            return [("procedure", f"To {goal}: {steps}."), *(("fact", f) for f in location_facts(family, pool.train_gold))]
         out = []
         if family in ABSTRACT_PROCEDURES:
             out.append(("procedure", f"To {_family_task(env, family)}: {ABSTRACT_PROCEDURES[family]}."))
@@ -123,6 +170,10 @@ class WrongProcedureDecoy(OracleConsolidator):
     name = "wrong-procedures"
 
     def texts(self, env: gym.Env, family: str) -> list[tuple[str, str]]:
+        if family in ALFWORLD_PROCEDURES:
+            names = sorted(ALFWORLD_PROCEDURES)
+            other = names[(names.index(family) + 1) % len(names)]
+            return [("procedure", f"To {ALFWORLD_PROCEDURES[family][0]}: {ALFWORLD_PROCEDURES[other][1]}.")]
         families = sorted(ABSTRACT_PROCEDURES)
         other = families[(families.index(family) + 1) % len(families)] if family in families else families[0]
         return [("procedure", f"To {_family_task(env, family)}: {ABSTRACT_PROCEDURES[other]}.")]

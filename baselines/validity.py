@@ -157,7 +157,7 @@ def to_markdown(summary: dict[str, Any], config: ValidityConfig) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(summary: dict[str, Any], path: str | Path) -> None:
+def plot(summary: dict[str, Any], path: str | Path, env_id: str = "MemoryConsolidation-ScienceWorld-v0") -> None:
     """Score vs region size, one point per policy: where a person would rather look than read."""
     import matplotlib
 
@@ -172,7 +172,7 @@ def plot(summary: dict[str, Any], path: str | Path) -> None:
     ax.set_xscale("symlog", linthresh=10)
     ax.set_xlabel("region size after consolidation (tokens, symlog)")
     ax.set_ylabel("downstream score on DEV episodes (0-100)")
-    ax.set_title("Consolidators on MemoryConsolidation-ScienceWorld-v0")
+    ax.set_title(f"Consolidators on {env_id}")
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path)
@@ -189,5 +189,5 @@ def run(config: ValidityConfig, out_dir: str | Path | None = None, progress: boo
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
         (out / "config.json").write_text(json.dumps(asdict(config), indent=1))
         (out / "validity.md").write_text(to_markdown(summary, config))
-        plot(summary, out / "validity.png")
+        plot(summary, out / "validity.png", config.env_id)
     return summary

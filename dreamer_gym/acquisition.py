@@ -18,6 +18,7 @@ from dreamer_gym.memory import MemoryBank, MemoryEntry, Provenance, Step, Trajec
 from dreamer_gym.suites.base import EpisodeTask, TaskSuite
 
 _FATAL_FOCUS = ("focus on wall", "focus on air", "focus on agent")
+_SW_ROOMS = ("hallway", "kitchen", "bathroom", "living room", "bedroom", "workshop", "greenhouse")
 
 
 @dataclass(frozen=True)
@@ -39,18 +40,79 @@ class AcquisitionConfig:
                 raise ValueError(f"Expected `{name}` in [0, 1], got {value}")
 
 
-def noisy_expert_actions(gold: Sequence[str], rng: np.random.Generator, noise: float, config: AcquisitionConfig) -> list[str]:
+@dataclass(frozen=True)
+class SuiteProfile:
+    """What acquisition needs to know of one simulator's language: how its noisy expert strays, and which
+    patterns the rule-based writer reads locations from. One per suite; see :data:`PROFILES`."""
+
+    detour: Callable[[np.random.Generator, Sequence[str]], list[str]]
+    wrong: Callable[[np.random.Generator, Sequence[str]], str]
+    never_skip: tuple[str, ...]  # action prefixes the expert never drops
+    location: re.Pattern[str]  # an observation saying where the agent now is (group 1: the place)
+    picked: re.Pattern[str]  # an action that finds an object (group 1: object; group 2, if any: where)
+    failed: tuple[str, ...]  # observations saying the action did nothing
+
+
+def _sw_detour(rng: np.random.Generator, gold: Sequence[str]) -> list[str]:
+    room = _SW_ROOMS[int(rng.integers(len(_SW_ROOMS)))]
+    return [f"open door to {room}", "look around"]
+
+
+def _sw_wrong(rng: np.random.Generator, gold: Sequence[str]) -> str:
+    return _FATAL_FOCUS[int(rng.integers(len(_FATAL_FOCUS)))] if rng.random() < 0.3 else "pick up wall"
+
+
+def _places(gold: Sequence[str]) -> list[str]:
+    """The receptacles a gold path visits: known to exist in its game (ALFWorld detours go there)."""
+    return sorted({a[len("go to "):] for a in gold if a.startswith("go to ")}) or ["countertop 1"]
+
+
+def _alfworld_detour(rng: np.random.Generator, gold: Sequence[str]) -> list[str]:
+    places = _places(gold)
+    place = places[int(rng.integers(len(places)))]
+    return [f"go to {place}", "look"] if rng.random() < 0.5 else [f"go to {place}", f"examine {place}"]
+
+
+def _alfworld_wrong(rng: np.random.Generator, gold: Sequence[str]) -> str:
+    places = _places(gold)
+    place = places[int(rng.integers(len(places)))]
+    return f"take {place} from {place}" if rng.random() < 0.5 else f"use {place}"
+
+
+PROFILES: dict[str, SuiteProfile] = {
+    "scienceworld": SuiteProfile(
+        _sw_detour, _sw_wrong, ("go to", "focus on"),
+        re.compile(r"You move to the ([a-z ]+)\."), re.compile(r"(?:pick up|focus on) (.+)$"),
+        ("No known action",),
+    ),
+}
+PROFILES["alfworld"] = PROFILES["alfworld-gen"] = SuiteProfile(
+    _alfworld_detour, _alfworld_wrong, ("go to", "take", "move", "put", "open", "clean", "heat", "cool", "use"),
+    re.compile(r"You arrive at ([a-z]+ \d+)\."), re.compile(r"take ([a-z]+ \d+) from ([a-z]+ \d+)$"),
+    ("Nothing happens",),
+)
+
+
+def profile_for(suite_name: str) -> SuiteProfile:
+    if suite_name not in PROFILES:
+        raise ValueError(f"No acquisition profile for suite {suite_name!r}; add one to PROFILES ({sorted(PROFILES)})")
+    return PROFILES[suite_name]
+
+
+def noisy_expert_actions(
+    gold: Sequence[str], rng: np.random.Generator, noise: float, config: AcquisitionConfig,
+    profile: SuiteProfile | None = None,
+) -> list[str]:
     """Perturb a gold path: detours, skipped steps and wrong steps, more of them when ``noise`` is high."""
-    rooms = ("hallway", "kitchen", "bathroom", "living room", "bedroom", "workshop", "greenhouse")
+    profile = profile or PROFILES["scienceworld"]
     actions: list[str] = []
     for action in gold:
         if rng.random() < config.detour_prob * noise:
-            room = rooms[int(rng.integers(len(rooms)))]
-            actions += [f"open door to {room}", "look around"]
-        if rng.random() < config.skip_prob * noise and not action.startswith(("go to", "focus on")):
+            actions += profile.detour(rng, gold)
+        if rng.random() < config.skip_prob * noise and not action.startswith(profile.never_skip):
             continue
         if rng.random() < config.wrong_prob * noise:
-            actions.append(_FATAL_FOCUS[int(rng.integers(len(_FATAL_FOCUS)))] if rng.random() < 0.3 else "pick up wall")
+            actions.append(profile.wrong(rng, gold))
         actions.append(action)
     return actions
 
@@ -68,11 +130,13 @@ def play(suite: TaskSuite, task: EpisodeTask, actions: Sequence[str], session: i
 
 
 def _short(description: str) -> str:
-    return description.split(".")[0].replace("Your task is to ", "").strip()
+    """The goal clause of a task text ("Your task is to: put a mug in shelf." -> "put a mug in shelf")."""
+    return re.sub(r"^Your task is to:? ", "", description.split(".")[0]).strip()
 
 
-def write_entries(traj: Trajectory) -> list[MemoryEntry]:
+def write_entries(traj: Trajectory, profile: SuiteProfile | None = None) -> list[MemoryEntry]:
     """The rule-based writer: what a fast per-session memory writer records from one trajectory."""
+    profile = profile or PROFILES["scienceworld"]
     fam, task, session = traj.family, _short(traj.task_description), traj.session
     last = len(traj.steps) - 1
     whole = (Provenance(traj.id, 0, last),)
@@ -87,7 +151,7 @@ def write_entries(traj: Trajectory) -> list[MemoryEntry]:
     previous = 0.0
     room = None
     for i, step in enumerate(traj.steps):
-        moved = re.match(r"You move to the ([a-z ]+)\.", step.observation)
+        moved = profile.location.match(step.observation)
         if moved:
             room = moved.group(1)
         prov = (Provenance(traj.id, max(i - 1, 0), i),)
@@ -101,10 +165,11 @@ def write_entries(traj: Trajectory) -> list[MemoryEntry]:
                 "pitfall", f"Do not {step.action} when trying to {task}: the score dropped to {step.score:g}.",
                 fam, ("score-drop",), prov, session,
             ))
-        picked = re.match(r"(?:pick up|focus on) (.+)$", step.action)
-        if picked and room and "No known action" not in step.observation:
+        picked = profile.picked.match(step.action)
+        where = picked and (picked.group(2) if picked.re.groups > 1 else room)
+        if picked and where and not any(f in step.observation for f in profile.failed):
             entries.append(MemoryEntry(
-                "fact", f"The {picked.group(1)} can be found in the {room}.", fam, ("location",), prov, session,
+                "fact", f"The {picked.group(1)} can be found in the {where}.", fam, ("location",), prov, session,
             ))
         previous = step.score
     if traj.final_score <= 0:
@@ -127,6 +192,7 @@ def acquire(
 
     rng = np.random.default_rng(seed)
     gold = gold or suite.gold_path
+    profile = profile_for(suite.name)
     gold_cache: dict[EpisodeTask, tuple[str, ...]] = {}
     trajectories: list[Trajectory] = []
     entries: list[MemoryEntry] = []
@@ -137,8 +203,8 @@ def acquire(
         if task not in gold_cache:
             gold_cache[task] = tuple(gold(task))
         noise = 2.0 if session == 0 else 1.0  # early sessions are sloppier: stale entries
-        actions = noisy_expert_actions(gold_cache[task], rng, noise, config)
+        actions = noisy_expert_actions(gold_cache[task], rng, noise, config, profile)
         traj = play(suite, task, actions, session)
         trajectories.append(traj)
-        entries.extend(write_entries(traj))
+        entries.extend(write_entries(traj, profile))
     return MemoryBank(entries), trajectories

@@ -13,8 +13,9 @@ def _cmd_acquire(args: argparse.Namespace) -> int:
     from dreamer_gym.pool import build_pool
     from dreamer_gym.suites import make_suite
 
-    families = tuple(args.families.split(",")) if args.families else DEFAULT_FAMILIES
     with make_suite(args.suite) as suite:  # type: ignore[attr-defined]
+        default = DEFAULT_FAMILIES if args.suite == "scienceworld" else tuple(suite.families)  # type: ignore[attr-defined]
+        families = tuple(args.families.split(",")) if args.families else default
         pool = build_pool(suite, families, tuple(args.seeds), args.eval_variations, args.gold_variations,
                           progress=not args.quiet)
     pool.save(args.out)
@@ -105,7 +106,8 @@ def _summarise(name: str, infos: list[dict[str, object]]) -> dict[str, object]:
     return row
 
 
-def _run(args: argparse.Namespace, names: list[str]) -> tuple[list[dict[str, object]], dict[str, list[dict[str, object]]]]:
+def _run(args: argparse.Namespace, names: list[str], env_id: str | None = None,
+         ) -> tuple[list[dict[str, object]], dict[str, list[dict[str, object]]]]:
     """Run each consolidator over families x seeds; an LLM failure is recorded per episode, not raised."""
     import gymnasium as gym
     from tqdm.auto import tqdm
@@ -114,12 +116,12 @@ def _run(args: argparse.Namespace, names: list[str]) -> tuple[list[dict[str, obj
     from baselines import run_episode
     from dreamer_gym.errors import LLMError
 
-    env = gym.make(_env_id(args), **_env_kwargs(args))
+    env = gym.make(env_id or _env_id(args), **_env_kwargs(args))
     results: dict[str, list[dict[str, object]]] = {}
     policies: dict[str, object] = {}
     try:
         pool = env.unwrapped.pool
-        families = args.families.split(",") if args.families else list(pool.families)
+        families = args.families.split(",") if args.families and env_id is None else list(pool.families)
         policies = {name: _make_consolidator(name, args) for name in names}
         jobs = [(c, f, s) for c in names for f in families for s in args.seeds]
         for name, family, seed in tqdm(jobs, desc="consolidate", disable=args.quiet):
@@ -155,8 +157,41 @@ def _cmd_consolidate(args: argparse.Namespace) -> int:
     return 0 if all("failed" not in r for r in rows) else 1
 
 
+def _cmd_transfer(args: argparse.Namespace) -> int:
+    """The transfer track: the same consolidator(s), unchanged, on the train suite and every held-out suite;
+    one table per suite. A suite this machine cannot run is listed with the reason, not skipped silently."""
+    from dreamer_gym.envs.tracks import TRANSFER_TRACK
+    from dreamer_gym.errors import DreamerGymError
+
+    names = args.consolidator.split(",")
+    record: dict[str, object] = {"track": "transfer", "consolidators": names, "seeds": args.seeds, "suites": {}}
+    status = 0
+    for role, base_id in TRANSFER_TRACK:
+        env_id = _env_id(argparse.Namespace(**{**vars(args), "env": base_id}))
+        try:
+            rows, _ = _run(args, names, env_id=env_id)
+        except DreamerGymError as exc:
+            print(f"\n{env_id} ({role}): not run here: {exc}")
+            record["suites"][env_id] = {"role": role, "unavailable": str(exc)}  # type: ignore[index]
+            continue
+        for row in rows:
+            tokens_after = float(str(row["tokens after"])) or 1.0
+            row["compression"] = f"{float(str(row['tokens before'])) / tokens_after:.1f}x"
+        status |= any("failed" in r for r in rows)
+        print(f"\n{env_id} ({role}): {len(args.seeds)} seeds per family, {args.episodes}+{args.other} DEV episodes per commit")
+        print(_table(rows))
+        record["suites"][env_id] = {"role": role, "rows": rows}  # type: ignore[index]
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(record, indent=1, default=float))
+        print(f"\nwrote {args.out}")
+    return int(status)
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     """Evaluate one consolidator; print the table and write every episode's record as JSON."""
+    if args.track == "transfer":
+        return _cmd_transfer(args)
     rows, results = _run(args, [args.consolidator])
     infos = results.get(args.consolidator, [])
     print(_header(args, len({i["family"] for i in infos})))
@@ -180,7 +215,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 def _cmd_validity(args: argparse.Namespace) -> int:
     from baselines.validity import ValidityConfig, run, to_markdown
 
-    config = ValidityConfig(seeds=tuple(args.seeds), episodes_per_family=args.episodes, workers=args.workers,
+    config = ValidityConfig(env_id=args.env, seeds=tuple(args.seeds), episodes_per_family=args.episodes, workers=args.workers,
                             families=tuple(args.families.split(",")) if args.families else None)
     summary = run(config, args.out, progress=not args.quiet)
     print(to_markdown(summary, config))
@@ -213,7 +248,10 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--consolidators", default="keep-all,dedupe,empty,blind,oracle")
             p.add_argument("--consolidator", default="", help="one consolidator (overrides --consolidators)")
         else:
-            p.add_argument("--consolidator", default="prompted")
+            p.add_argument("--consolidator", default="prompted",
+                           help="consolidator name (--track transfer: a comma-separated list)")
+            p.add_argument("--track", choices=("single", "transfer"), default="single",
+                           help="transfer: the train suite and every held-out suite, one table each")
             p.add_argument("--out", type=Path, default=None, help="write the per-episode record here (JSON)")
         p.add_argument("--families", default="")
         p.add_argument("--seeds", type=int, nargs="+", default=[0])
@@ -241,6 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
 
     p = sub.add_parser("validity", help="the reward-validity study (paired bootstrap CIs)")
+    p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0")
     p.add_argument("--families", default="")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--episodes", type=int, default=5)

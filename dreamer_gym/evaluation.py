@@ -65,6 +65,14 @@ class EvalStats:
 _WORKER: dict[str, Any] = {}
 
 
+def warm_task(suite: TaskSuite) -> EpisodeTask:
+    """A cheap task that starts the suite's simulator (its JVM, engine or browser)."""
+    if suite.name == "scienceworld":
+        return EpisodeTask("find-non-living-thing", 0)
+    family = tuple(getattr(suite, "families", ()))[0]
+    return EpisodeTask(family, suite.variations(family, "train")[0])
+
+
 def _init_worker(suite_name: str, suite_kwargs: dict[str, Any], agent_config: AgentConfig) -> None:
     suite = make_suite(suite_name, **suite_kwargs)
     _WORKER.update(suite=suite, agent=make_agent(agent_config), suite_name=suite_name, suite_kwargs=suite_kwargs)
@@ -200,7 +208,7 @@ class Evaluator:
         if self.workers == 0:
             if self._suite is None:
                 self._suite = make_suite(self.suite_name, **self.suite_kwargs)
-            self._suite.start(EpisodeTask("find-non-living-thing", 0))  # starts the JVM
+            self._suite.start(warm_task(self._suite))  # starts the JVM / engine / browser
             return
         ex = self._ensure_executor()
         list(ex.map(_noop, range(self.workers * 2)))
@@ -251,8 +259,8 @@ def _noop(_: int) -> int:
     import time
 
     suite = _WORKER["suite"]
-    suite.start(EpisodeTask("find-non-living-thing", 0))
-    for action in ("look around", "inventory", "look around"):
+    suite.start(warm_task(suite))
+    for action in ("look around", "inventory", "look around") if suite.name == "scienceworld" else ("look", "inventory"):
         suite.step(action)
     time.sleep(0.2)
     return os.getpid()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
+import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -18,7 +20,10 @@ from dreamer_gym.acquisition import AcquisitionConfig, acquire
 from dreamer_gym.errors import PoolHashMismatch
 from dreamer_gym.memory import MemoryBank, Trajectory
 from dreamer_gym.memory.hashing import content_hash
+from dreamer_gym.paths import cache_root
 from dreamer_gym.suites.base import EpisodeTask, TaskSuite
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -84,11 +89,19 @@ class BankPool:
             json.dump(self.to_dict(), fh, sort_keys=True, separators=(",", ":"))
 
 
+def cached_pool_path(name: str) -> Path:
+    """Where a pool built on this machine (not shipped) is kept: ``$DREAMER_GYM_CACHE/pools/<name>.json.gz``."""
+    return cache_root() / "pools" / f"{name}.json.gz"
+
+
 def load_pool(name: str, expected_hash: str | None = None) -> BankPool:
-    """Load a shipped pool (``dreamer_gym/data/<name>.json.gz``) or a path, checking its pinned hash."""
+    """Load a shipped pool (``dreamer_gym/data/<name>.json.gz``), one built on this machine
+    (:func:`cached_pool_path`) or a path, checking its pinned hash."""
     path = Path(name)
     if not path.exists():
         path = Path(str(resources.files("dreamer_gym") / "data" / f"{name}.json.gz"))
+    if not path.exists():
+        path = cached_pool_path(name)
     if not path.exists():
         raise FileNotFoundError(f"No bank pool {name!r}: build it with `dreamer-gym acquire --out {name}.json.gz`")
     with gzip.open(path, "rt", encoding="utf-8") as fh:
@@ -98,6 +111,27 @@ def load_pool(name: str, expected_hash: str | None = None) -> BankPool:
             f"Bank pool {name!r} hashes to {pool.hash}, but the env spec pins {expected_hash}; "
             "reinstall dreamer-gym or pass the matching pool"
         )
+    return pool
+
+
+def load_or_build_pool(name: str, suite_name: str, expected_hash: str | None, progress: bool = True) -> BankPool:
+    """Load ``name``; a pool that is neither shipped nor pinned (the official ALFWorld games, which only the
+    user's machine has) is built once by real acquisition on ``suite_name`` and kept in the cache."""
+    try:
+        return load_pool(name, expected_hash)
+    except FileNotFoundError:
+        if expected_hash is not None:
+            raise
+    from dreamer_gym.suites import make_suite
+
+    logger.warning("bank pool %r is not built on this machine yet: acquiring it on %s (once)", name, suite_name)
+    with make_suite(suite_name) as suite:  # type: ignore[attr-defined]
+        pool = build_pool(suite, tuple(suite.families), eval_variations=10, gold_variations=10, progress=progress)  # type: ignore[attr-defined]
+    path = cached_pool_path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    pool.save(tmp)
+    tmp.replace(path)  # atomic: a reader never sees half a pool
     return pool
 
 

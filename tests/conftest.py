@@ -17,9 +17,12 @@ from dreamer_gym.pool import BankPool, load_pool
 
 from helpers import make_env
 
-# ids rewarded by the memory-following agent: the generic env tests run on these. The LLM-agent ids
-# (same env, slower reward) have their own tests in tests/envs/test_llm_env.py.
-ENV_IDS: list[str] = sorted(i for i, kw in REGISTERED.items() if kw["reward_agent"] == "memory")
+# ScienceWorld ids rewarded by the memory-following agent: the generic env tests (written against the
+# ScienceWorld pool) run on these. The LLM-agent ids (same env, slower reward) are tested in
+# tests/envs/test_llm_env.py; the held-out suites' ids in tests/envs/test_heldout_envs.py.
+ENV_IDS: list[str] = sorted(
+    i for i, kw in REGISTERED.items() if kw["reward_agent"] == "memory" and kw["suite"] == "scienceworld"
+)
 
 
 # --- fixtures ----------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -38,6 +39,34 @@ def assert_same(a: Any, b: Any, path: str = "") -> None:
             assert_same(x, y, f"{path}[{i}]")
     else:
         assert type(a) is type(b) and a == b, f"{path}: {a!r} != {b!r}"
+
+
+def play_actions(suite: Any, task: Any, actions: Sequence[str]) -> Any:
+    """Start ``task`` and play ``actions`` until one ends the episode; the last StepOutcome."""
+    suite.start(task)
+    outcome = None
+    for action in actions:
+        outcome = suite.step(action)
+        if outcome.done:
+            break
+    assert outcome is not None
+    return outcome
+
+
+def assert_check_env_clean(env_id: str, **kwargs: Any) -> None:
+    """Gymnasium's ``check_env`` passes on ``env_id`` without a single warning."""
+    import warnings
+
+    from gymnasium.utils.env_checker import check_env
+
+    env = make_env(env_id, **kwargs)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            check_env(env.unwrapped)
+        assert [str(w.message) for w in caught] == []
+    finally:
+        env.close()
 
 
 # --- processes -------------------------------------------------------------------------------------------

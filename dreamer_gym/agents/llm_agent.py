@@ -18,7 +18,7 @@ from dreamer_gym.memory.hashing import content_hash
 from dreamer_gym.prompts import load_prompt
 from dreamer_gym.suites.base import EpisodeTask, TaskSuite
 
-_REJECTED = ("No known action matches", "Unknown action")
+_REJECTED = ("No known action matches", "Unknown action", "Nothing happens")  # ScienceWorld, ALFWorld
 _AMBIGUOUS = "Ambiguous request"
 _ACTION = re.compile(r"action\s*[:=]\s*(.+)", re.IGNORECASE)
 _OBSERVATION_CHARS = 900  # long room descriptions are cut: a 135M model's context is small
@@ -60,7 +60,9 @@ class LLMAgent:
             raise ValueError(f"LLMAgent needs AgentConfig(name='llm'), got name={self.config.name!r}")
         self._backend = backend
         self._retriever = TaskRetriever(self.config.top_k)
-        self.system_prompt = load_prompt("agent_system")
+        # one system prompt per simulator language (its command words); the step prompt is shared
+        self.system_prompts = {"scienceworld": load_prompt("agent_system"), "alfworld": load_prompt("agent_system_alfworld")}
+        self.system_prompt = self.system_prompts["scienceworld"]
         self.step_prompt = load_prompt("agent_step")
         self.sampling = SamplingConfig(max_tokens=self.config.max_action_tokens, temperature=0.0, stop=("\n\n",))
 
@@ -72,30 +74,32 @@ class LLMAgent:
 
     @property
     def cache_key(self) -> str:
-        return content_hash([self.config.key, self.system_prompt, self.step_prompt, self.sampling.to_dict()])
+        return content_hash([self.config.key, self.system_prompts, self.step_prompt, self.sampling.to_dict()])
 
     def retrieve(self, description: str, entries: Sequence[MemoryEntry], index_key: str | None = None) -> list[MemoryEntry]:
         return self._retriever(description, entries, index_key)
 
     def prompt(self, description: str, entries: Sequence[MemoryEntry], history: Sequence[tuple[str, str]],
-               observation: str) -> list[dict[str, str]]:
+               observation: str, language: str = "scienceworld") -> list[dict[str, str]]:
         recent = history[-self.config.history:] if self.config.history else []
         lines = "\n".join(f"> {a}\n{o[:200]}" for a, o in recent) or "(none yet)"
         user = self.step_prompt.format(task=description, memory=render_memory(entries), history=lines,
                                        observation=observation[:_OBSERVATION_CHARS])
-        return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": self.system_prompts[language]}, {"role": "user", "content": user}]
 
     def play(self, suite: TaskSuite, task: EpisodeTask, entries: Sequence[MemoryEntry], seed: int = 0) -> EpisodeResult:
         """Play one episode. LLM errors propagate (the evaluator records them as a failed episode)."""
         observation = suite.start(task)
         description = suite.task_description()
+        language = "alfworld" if suite.name.startswith("alfworld") else "scienceworld"
+        idle = "look" if language == "alfworld" else "look around"
         history: list[tuple[str, str]] = []
         actions: list[str] = []
         score, done = 0.0, False
         sampling = SamplingConfig(**{**self.sampling.to_dict(), "seed": seed})
         while not done and len(actions) < self.config.max_steps:
-            reply = self.backend.generate([self.prompt(description, entries, history, observation)], sampling)[0][0]
-            action = parse_action(reply.text) or "look around"
+            reply = self.backend.generate([self.prompt(description, entries, history, observation, language)], sampling)[0][0]
+            action = parse_action(reply.text) or idle
             outcome = suite.step(action)
             if outcome.observation.startswith(_REJECTED):
                 snapped = closest_action(action, suite.valid_actions())

@@ -95,6 +95,10 @@ class MemoryFollowingAgent:
     # --- playing ------------------------------------------------------------------------------------
     def play(self, suite: TaskSuite, task: EpisodeTask, entries: Sequence[MemoryEntry], seed: int = 0) -> EpisodeResult:
         """Play one episode with ``entries`` (already retrieved, best first) in context."""
+        if suite.name in ("alfworld", "alfworld-gen"):
+            from dreamer_gym.agents.alfworld_following import ALFWorldFollowing
+
+            return ALFWorldFollowing(self.config).play(suite, task, entries)
         ep = _Episode(suite, task, self.config)
         procedures = [e for e in entries if e.kind == "procedure"]
         facts = [e.text for e in entries if e.kind in ("fact", "insight")]

@@ -6,6 +6,7 @@ actions, so the agent rewards what a memory *says*, not how it is formatted.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # ScienceWorld's action verbs, longest first so "look around" wins over "look".
 VERBS: tuple[str, ...] = (
@@ -13,7 +14,14 @@ VERBS: tuple[str, ...] = (
     "deactivate", "activate", "disconnect", "connect", "examine", "inventory", "open", "close", "move",
     "use", "pour", "mix", "wait1", "wait", "eat", "read", "dunk", "flush",
 )
-_VERB_RE = re.compile(r"\b(" + "|".join(re.escape(v) for v in VERBS) + r")\b")
+
+
+@lru_cache(maxsize=8)
+def _verb_re(verbs: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(r"\b(" + "|".join(re.escape(v) for v in verbs) + r")\b")
+
+
+_VERB_RE = _verb_re(VERBS)
 _SPLIT_RE = re.compile(r"\n\s*(?:step\s*)?\d+[.):]\s+|^\s*(?:step\s*)?\d+[.):]\s+|\n|;|:[ \t]+|\||(?:^|\s)\d+\)\s|,\s*(?:and\s+)?(?:then\s+)?|\.\s+|\.$|\s+->\s+|\s*→\s*")
 _JOINERS = re.compile(r"\s+(?:and then|then|and|after that|next|finally)\s+")
 _ARTICLES = re.compile(r"\b(?:the|a|an)\b\s*")
@@ -23,7 +31,7 @@ _SLOT = re.compile(r"<([^<>]{1,40})>")
 _NUMBER_ANSWER = re.compile(r"^\s*(?:answer\s+)?(\d)\s*$")
 
 
-def _clauses(text: str) -> list[str]:
+def _clauses(text: str, verb_re: re.Pattern[str] = _VERB_RE) -> list[str]:
     parts: list[str] = []
     for chunk in _SPLIT_RE.split(text.lower()):
         if not chunk or not chunk.strip():
@@ -32,18 +40,20 @@ def _clauses(text: str) -> list[str]:
         pieces = [chunk]
         for joiner in _JOINERS.finditer(chunk):
             right = chunk[joiner.end():]
-            if _VERB_RE.match(right):
+            if verb_re.match(right):
                 pieces = [chunk[: joiner.start()], right]
-                pieces = [pieces[0], *_clauses(pieces[1])]
+                pieces = [pieces[0], *_clauses(pieces[1], verb_re)]
                 break
         parts.extend(p for p in pieces if p.strip())
     return parts
 
 
-def extract_actions(text: str) -> list[str]:
-    """Executable actions in ``text`` in order. Articles are dropped, ``<slots>`` kept."""
+def extract_actions(text: str, verbs: tuple[str, ...] = VERBS) -> list[str]:
+    """Executable actions in ``text`` in order, by the command words ``verbs`` (default: ScienceWorld's).
+    Articles are dropped, ``<slots>`` kept."""
+    verb_re = _verb_re(verbs)
     actions: list[str] = []
-    for clause in _clauses(text):
+    for clause in _clauses(text, verb_re):
         clause = _LEAD.sub("", clause.strip())
         if clause.startswith("to "):  # a goal phrase ("to use chemistry to ..."), not a step
             continue
@@ -51,7 +61,7 @@ def extract_actions(text: str) -> list[str]:
         if number:  # an answer to an ambiguity question, as in gold paths
             actions.append(number.group(1))
             continue
-        match = _VERB_RE.search(clause)
+        match = verb_re.search(clause)
         if match is None:
             continue
         action = clause[match.start():]

@@ -17,8 +17,9 @@ from dreamer_gym.envs.tools import TOOLS, ToolError, Workspace, parse_action
 from dreamer_gym.errors import FrozenParameterError
 from dreamer_gym.evaluation import EvalEpisode, Evaluator
 from dreamer_gym.memory import count_tokens, select_by_family
-from dreamer_gym.pool import BankPool, load_pool
+from dreamer_gym.pool import BankPool, load_or_build_pool
 from dreamer_gym.store import Store
+from dreamer_gym.suites.availability import check_available
 from dreamer_gym.suites.base import EpisodeTask
 
 REGION_CHARS = 32_768
@@ -49,6 +50,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
                 )
         self.render_mode = render_mode
         self.config = ConsolidationConfig(**kwargs)
+        check_available(self.config.suite)  # official data or servers missing: fail now, naming the fix
         self.observation_space = spaces.Dict(
             {
                 "region": text_space(REGION_CHARS),
@@ -76,7 +78,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
     @property
     def pool(self) -> BankPool:
         if self._pool is None:
-            self._pool = load_pool(self.config.pool, self.config.pool_hash)
+            self._pool = load_or_build_pool(self.config.pool, self.config.suite, self.config.pool_hash)
         return self._pool
 
     @property

@@ -6,6 +6,7 @@ from typing import Any
 from dreamer_gym.envs.config import DEFAULT_FAMILIES
 
 SCIENCEWORLD_POOL_HASH = "p3f95ce9c9b3fb053"
+ALFWORLD_GEN_POOL_HASH = "p3a5243c94551d807"
 
 # What defines an id is frozen: gym.make may not override these (FrozenParameterError). Everything
 # else (evaluation sizes, budgets, workers, store) stays a free keyword argument for training runs;
@@ -25,13 +26,50 @@ _SCIENCEWORLD = {
 # every commit's info records. 30 agent steps: enough for the gold paths, affordable for a CPU model.
 _SCIENCEWORLD_LLM = {**_SCIENCEWORLD, "reward_agent": "llm"}
 
+# ALFWorld-engine games generated offline (NOT the official splits; see docs/alfworld.md). 50 agent steps:
+# ALFWorld's usual episode limit, which the suite enforces too.
+_ALFWORLD_GEN = {
+    "suite": "alfworld-gen",
+    "pool": "alfworld-gen-v0",
+    "pool_hash": ALFWORLD_GEN_POOL_HASH,
+    "split": "dev",
+    "reward_agent": "memory",
+}
+# The official games (`alfworld-download`, $ALFWORLD_DATA): not shipped and not reachable from here, so
+# the pool is built on the user's machine on first use and cannot be pinned; fails at once without data.
+_ALFWORLD = {"suite": "alfworld", "pool": "alfworld-v0", "pool_hash": None, "split": "dev", "reward_agent": "memory"}
+# WebArena through BrowserGym: needs the self-hosted sites named by the WA_* variables; fails at once.
+_WEBARENA = {"suite": "webarena", "pool": "webarena-v0", "pool_hash": None, "split": "dev", "reward_agent": "memory"}
+
+
+def _llm(spec: dict[str, Any]) -> dict[str, Any]:
+    return {**spec, "reward_agent": "llm"}
+
+
 REGISTERED: dict[str, dict[str, Any]] = {
     "MemoryConsolidation-ScienceWorld-v0": {**_SCIENCEWORLD, "frozen": dict(_SCIENCEWORLD)},
     "MemoryConsolidation-ScienceWorld-LLM-v0": {**_SCIENCEWORLD_LLM, "agent_max_steps": 30,
                                                 "frozen": dict(_SCIENCEWORLD_LLM)},
+    "MemoryConsolidation-ALFWorldGen-v0": {**_ALFWORLD_GEN, "agent_max_steps": 50, "frozen": dict(_ALFWORLD_GEN)},
+    "MemoryConsolidation-ALFWorldGen-LLM-v0": {**_llm(_ALFWORLD_GEN), "agent_max_steps": 30,
+                                               "frozen": _llm(_ALFWORLD_GEN)},
+    "MemoryConsolidation-ALFWorld-v0": {**_ALFWORLD, "agent_max_steps": 50, "frozen": dict(_ALFWORLD)},
+    "MemoryConsolidation-WebArena-v0": {**_WEBARENA, "frozen": dict(_WEBARENA)},
 }
 
-# the LLM-agent variant of each id (the CLI's --reward-agent llm picks it)
-LLM_VARIANTS: dict[str, str] = {"MemoryConsolidation-ScienceWorld-v0": "MemoryConsolidation-ScienceWorld-LLM-v0"}
+# The transfer track: a consolidator trained on the first (ScienceWorld) is evaluated unchanged on the
+# others. Ids that cannot run on a machine (no official ALFWorld data, no WebArena servers) say why.
+TRANSFER_TRACK: tuple[tuple[str, str], ...] = (
+    ("train suite", "MemoryConsolidation-ScienceWorld-v0"),
+    ("held out, generated games", "MemoryConsolidation-ALFWorldGen-v0"),
+    ("held out", "MemoryConsolidation-ALFWorld-v0"),
+    ("held out", "MemoryConsolidation-WebArena-v0"),
+)
 
-__all__ = ["DEFAULT_FAMILIES", "FROZEN_FIELDS", "LLM_VARIANTS", "REGISTERED", "SCIENCEWORLD_POOL_HASH"]
+# the LLM-agent variant of each id (the CLI's --reward-agent llm picks it)
+LLM_VARIANTS: dict[str, str] = {
+    "MemoryConsolidation-ScienceWorld-v0": "MemoryConsolidation-ScienceWorld-LLM-v0",
+    "MemoryConsolidation-ALFWorldGen-v0": "MemoryConsolidation-ALFWorldGen-LLM-v0",
+}
+
+__all__ = ["ALFWORLD_GEN_POOL_HASH", "DEFAULT_FAMILIES", "FROZEN_FIELDS", "LLM_VARIANTS", "REGISTERED", "SCIENCEWORLD_POOL_HASH", "TRANSFER_TRACK"]

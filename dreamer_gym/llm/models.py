@@ -6,23 +6,18 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
 from dreamer_gym.errors import ConfigError
+from dreamer_gym.paths import cache_root  # converted models live under models/
 
 log = logging.getLogger(__name__)
 
 SMOLLM2_ALIAS = "smollm2-135m"
 _SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _SMOLLM2_FOLDER = "SmolLM2-135M-Instruct"
-
-
-def cache_root() -> Path:
-    """``$DREAMER_GYM_CACHE`` or ``~/.cache/dreamer_gym``: converted models live under ``models/``."""
-    return Path(os.environ.get("DREAMER_GYM_CACHE", Path.home() / ".cache" / "dreamer_gym"))
 
 
 def smollm2_gguf() -> Path:

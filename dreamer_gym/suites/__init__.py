@@ -3,8 +3,9 @@ from dreamer_gym.suites.base import EpisodeTask, StepOutcome, TaskSuite
 
 __all__ = ["SUITES", "EpisodeTask", "StepOutcome", "TaskSuite", "make_suite"]
 
-# "alfworld": the official games (needs `alfworld-download`); "alfworld-gen": games generated offline
-SUITES = ("scienceworld", "alfworld", "alfworld-gen")
+# "alfworld": the official games (needs `alfworld-download`); "alfworld-gen": games generated offline;
+# "miniwob": MiniWoB++ pages through BrowserGym in a headless Chromium (the `web` extra)
+SUITES = ("scienceworld", "alfworld", "alfworld-gen", "miniwob")
 
 
 def make_suite(name: str, **kwargs: object) -> TaskSuite:
@@ -17,4 +18,8 @@ def make_suite(name: str, **kwargs: object) -> TaskSuite:
         from dreamer_gym.suites.alfworld import ALFWorldSuite
 
         return ALFWorldSuite(source="official" if name == "alfworld" else "generated", **kwargs)  # type: ignore[arg-type]
+    if name == "miniwob":
+        from dreamer_gym.suites.miniwob import MiniWoBSuite
+
+        return MiniWoBSuite(**kwargs)  # type: ignore[arg-type]
     raise ValueError(f"Expected `suite` to be one of {list(SUITES)}, got {name!r}")

@@ -39,6 +39,7 @@ import numpy as np
 from gymnasium.error import DependencyNotInstalled
 
 from dreamer_gym.errors import SuiteError
+from dreamer_gym.paths import cache_root
 from dreamer_gym.suites.base import SPLITS
 
 logger = logging.getLogger(__name__)
@@ -81,14 +82,8 @@ _PDDL_ESCAPES = {"-": "_minus_", "#": "-", "|": "_bar_", "+": "_plus_", ".": "_d
 _PDDL_ESCAPE_RE = re.compile("|".join(re.escape(k) for k in _PDDL_ESCAPES))
 
 
-def _cache_root() -> Path:
-    """``$DREAMER_GYM_CACHE`` or ``~/.cache/dreamer_gym`` (same rule as ``dreamer_gym.llm.models.cache_root``;
-    repeated here because suites must not import ``llm``)."""
-    return Path(os.environ.get("DREAMER_GYM_CACHE", Path.home() / ".cache" / "dreamer_gym"))
-
-
 def default_cache_dir() -> Path:
-    return _cache_root() / SUITE_NAME / f"v{GENERATOR_VERSION}"
+    return cache_root() / SUITE_NAME / f"v{GENERATOR_VERSION}"
 
 
 # --- the alfworld package (lazy: importing it is only needed to generate or play) ---------------------------

@@ -15,7 +15,6 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
 
 from dreamer_gym.envs.config import ConsolidationConfig
 from dreamer_gym.envs.consolidation import ConsolidationEnv
@@ -23,7 +22,7 @@ from dreamer_gym.envs.tracks import REGISTERED
 from dreamer_gym.errors import ConfigError, FrozenParameterError, PoolHashMismatch
 from dreamer_gym.memory import KINDS, select_by_family
 
-from helpers import assert_same, call, make_env
+from helpers import assert_check_env_clean, assert_same, call, make_env
 
 
 def region_ids(info) -> list[str]:
@@ -52,14 +51,7 @@ def roomy_env(env_id):
 
 # --- checker, registration, import hygiene ------------------------------------------------------------------
 def test_check_env_passes(env_id):
-    env = make_env(env_id)
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            check_env(env.unwrapped)
-        assert [str(w.message) for w in caught] == []
-    finally:
-        env.close()
+    assert_check_env_clean(env_id)
 
 
 def test_registered_with_string_entry_point(env_id):

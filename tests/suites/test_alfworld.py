@@ -20,6 +20,8 @@ from dreamer_gym.suites import make_suite
 from dreamer_gym.suites.alfworld import OFFICIAL_SPLITS, ALFWorldSuite
 from dreamer_gym.suites.base import SPLITS, EpisodeTask, StepOutcome, TaskSuite
 
+from helpers import play_actions
+
 pytestmark = pytest.mark.alfworld
 
 DEV_ID = gen.SPLIT_RANGES["dev"].start  # the first dev variation of each task type
@@ -44,14 +46,7 @@ def dev_games(cache: Path) -> dict[str, gen.GeneratedGame]:
 
 
 def play(suite: ALFWorldSuite, task: EpisodeTask, actions: tuple[str, ...]) -> StepOutcome:
-    suite.start(task)
-    outcome = None
-    for action in actions:
-        outcome = suite.step(action)
-        if outcome.done:
-            break
-    assert outcome is not None
-    return outcome
+    return play_actions(suite, task, actions)
 
 
 # --- generator ----------------------------------------------------------------------------------------------

@@ -1,0 +1,83 @@
+"""The held-out suites' env ids: ALFWorldGen runs here (real engine, generated games); the official
+ALFWorld id and WebArena fail at once, naming the fix."""
+from __future__ import annotations
+
+import time
+
+import gymnasium as gym
+import pytest
+
+import dreamer_gym  # noqa: F401 - registers the ids
+from baselines import REGISTRY, run_episode
+from dreamer_gym.errors import SuiteError
+from dreamer_gym.suites.availability import WEBARENA_VARS
+
+from helpers import assert_check_env_clean, call, make_env
+
+GEN_ID = "MemoryConsolidation-ALFWorldGen-v0"
+
+
+@pytest.fixture(scope="module")
+def gen_env():
+    env = make_env(GEN_ID, eval_in_family=2, eval_other=0)
+    yield env
+    env.close()
+
+
+def test_check_env_passes():
+    assert_check_env_clean(GEN_ID)
+
+
+def test_pool_is_pinned_and_holds_every_task_type(gen_env):
+    pool = gen_env.unwrapped.pool
+    assert pool.suite == "alfworld-gen"
+    assert len(pool.families) == 6 and len(pool.banks) == 3
+    assert pool.hash == gen_env.unwrapped.config.pool_hash
+    kinds = {e.kind for b in pool.banks for e in b}
+    assert {"procedure", "fact", "insight"} <= kinds
+    # raw memory is verbatim and game-specific: procedures name instances ("mug 1"), not types
+    procs = [e.text for b in pool.banks for e in b if e.kind == "procedure"]
+    assert procs and all(" 1" in t for t in procs)
+
+
+@pytest.mark.alfworld
+def test_keep_whole_region_scores_exactly_zero(gen_env):
+    obs, info = gen_env.reset(seed=0, options={"family": "pick_clean_then_place_in_recep"})
+    gen_env.step(call("keep", ids=[e["id"] for e in info["region"]]))
+    _, reward, terminated, _, info = gen_env.step(call("commit"))
+    assert terminated
+    assert info["reward_components"] == {"score_delta": 0.0, "size": 0.0}
+    assert info["score_after"] == info["score_before"] and info["bank_after"] == info["bank_before"]
+    assert reward == 0.0
+
+
+@pytest.mark.alfworld
+def test_oracle_beats_empty_on_a_seeded_region(gen_env):
+    """The oracle's abstract procedure solves seeded DEV games that the empty bank cannot."""
+    options = {"family": "pick_clean_then_place_in_recep"}
+    oracle = run_episode(gen_env, REGISTRY["oracle"](), seed=1, options=options)
+    empty = run_episode(gen_env, REGISTRY["empty"](), seed=1, options=options)
+    assert oracle["success_after"] == 1.0 and oracle["score_after"] == 100.0
+    assert empty["score_after"] == 0.0
+    assert oracle["size_after"]["entries"] < oracle["size_before"]["entries"]
+
+
+def test_official_alfworld_without_data_fails_at_once(monkeypatch, tmp_path):
+    monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path))
+    started = time.perf_counter()
+    with pytest.raises(SuiteError, match="alfworld-download") as err:
+        gym.make("MemoryConsolidation-ALFWorld-v0")
+    assert time.perf_counter() - started < 2.0
+    assert "ALFWORLD_DATA" in str(err.value) and "alfworld-gen" in str(err.value)
+
+
+def test_webarena_without_servers_fails_at_once(monkeypatch):
+    for name in WEBARENA_VARS:
+        monkeypatch.delenv(name, raising=False)
+    started = time.perf_counter()
+    with pytest.raises(SuiteError) as err:
+        gym.make("MemoryConsolidation-WebArena-v0")
+    assert time.perf_counter() - started < 2.0
+    message = str(err.value)
+    assert all(name in message for name in WEBARENA_VARS)
+    assert "docker" in message.lower()
