@@ -58,6 +58,24 @@ ALFWORLD_PROCEDURES: dict[str, tuple[str, str]] = {
         "put a cool <object> in <receptacle>", f"{_TAKE}, go to fridge 1, cool <object> with fridge 1, {_PUT}"),
     "pick_two_obj_and_place": ("put two <object> in <receptacle>", f"{_TAKE}, {_PUT}, {_TAKE}, {_PUT}"),
 }
+# MiniWoB++: (goal template, steps) per task, in the suite's action language; a goal's <slots> are what a
+# task's goal says in their place ("check each of <items>" repeats for every item of a list).
+MINIWOB_PROCEDURES: dict[str, tuple[str, str]] = {
+    "click-button": ('Click on the "<name>" button', 'click "<name>"'),
+    "click-checkboxes": ("Select <items> and click Submit", 'check each of <items>, click "Submit"'),
+    "click-dialog": ('Close the dialog box by clicking the "x"', "click button 1"),
+    "click-link": ('Click on the link "<text>"', 'click "<text>"'),
+    "click-option": ("Select <option> and click Submit", 'check "<option>", click "Submit"'),
+    "click-tab": ("Click on <tab>", 'click "<tab>"'),
+    "choose-list": ("Select <item> from the list and click Submit", 'select "<item>", click "Submit"'),
+    "enter-password": ('Enter the password "<password>" into both text fields and press submit',
+                       'type "<password>" into "Password", type "<password>" into "Verify password", click "Submit"'),
+    "enter-text": ('Enter "<text>" into the text field and press Submit', 'type "<text>" into textbox 1, click "Submit"'),
+    "focus-text": ("Focus into the textbox", "focus textbox 1"),
+    "login-user": ('Enter the username "<username>" and the password "<password>" into the text fields and press login',
+                   'type "<username>" into "Username", type "<password>" into "Password", click "Login"'),
+}
+TEMPLATED = {**ALFWORLD_PROCEDURES, **MINIWOB_PROCEDURES}  # procedures that carry their own goal
 CATEGORY = {"find-animal": "animal", "find-living-thing": "living thing", "find-non-living-thing": "non-living thing"}
 
 
@@ -123,9 +141,10 @@ class OracleConsolidator:
 
     def texts(self, env: gym.Env, family: str) -> list[tuple[str, str]]:
         pool = env.unwrapped.pool
-        if family in ALFWORLD_PROCEDURES:
-            goal, steps = ALFWORLD_PROCEDURES[family]
-            return [("procedure", f"To {goal}: {steps}."), *(("fact", f) for f in location_facts(family, pool.train_gold))]
+        if family in TEMPLATED:
+            goal, steps = TEMPLATED[family]
+            facts = location_facts(family, pool.train_gold) if family in ALFWORLD_PROCEDURES else []
+            return [("procedure", f"To {goal}: {steps}."), *(("fact", f) for f in facts)]
         out = []
         if family in ABSTRACT_PROCEDURES:
             out.append(("procedure", f"To {_family_task(env, family)}: {ABSTRACT_PROCEDURES[family]}."))
@@ -170,10 +189,11 @@ class WrongProcedureDecoy(OracleConsolidator):
     name = "wrong-procedures"
 
     def texts(self, env: gym.Env, family: str) -> list[tuple[str, str]]:
-        if family in ALFWORLD_PROCEDURES:
-            names = sorted(ALFWORLD_PROCEDURES)
-            other = names[(names.index(family) + 1) % len(names)]
-            return [("procedure", f"To {ALFWORLD_PROCEDURES[family][0]}: {ALFWORLD_PROCEDURES[other][1]}.")]
+        for table in (ALFWORLD_PROCEDURES, MINIWOB_PROCEDURES):
+            if family in table:
+                names = sorted(table)
+                other = names[(names.index(family) + 1) % len(names)]
+                return [("procedure", f"To {table[family][0]}: {table[other][1]}.")]
         families = sorted(ABSTRACT_PROCEDURES)
         other = families[(families.index(family) + 1) % len(families)] if family in families else families[0]
         return [("procedure", f"To {_family_task(env, family)}: {ABSTRACT_PROCEDURES[other]}.")]

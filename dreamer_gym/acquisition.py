@@ -51,6 +51,7 @@ class SuiteProfile:
     location: re.Pattern[str]  # an observation saying where the agent now is (group 1: the place)
     picked: re.Pattern[str]  # an action that finds an object (group 1: object; group 2, if any: where)
     failed: tuple[str, ...]  # observations saying the action did nothing
+    goal: Callable[[str], str] = field(default=lambda d: _short(d))  # the goal clause of a task text
 
 
 def _sw_detour(rng: np.random.Generator, gold: Sequence[str]) -> list[str]:
@@ -90,6 +91,22 @@ PROFILES["alfworld"] = PROFILES["alfworld-gen"] = SuiteProfile(
     _alfworld_detour, _alfworld_wrong, ("go to", "take", "move", "put", "open", "clean", "heat", "cool", "use"),
     re.compile(r"You arrive at ([a-z]+ \d+)\."), re.compile(r"take ([a-z]+ \d+) from ([a-z]+ \d+)$"),
     ("Nothing happens",),
+)
+
+
+def _miniwob_detour(rng: np.random.Generator, gold: Sequence[str]) -> list[str]:
+    return ['press "Tab"'] if rng.random() < 0.5 else ["focus textbox 1"]
+
+
+def _miniwob_wrong(rng: np.random.Generator, gold: Sequence[str]) -> str:
+    return 'click "Submit"' if rng.random() < 0.5 else "click button 1"  # may submit too early: a failed episode
+
+
+_NEVER = re.compile(r"(?!)")  # MiniWoB pages have no places to remember
+PROFILES["miniwob"] = SuiteProfile(
+    _miniwob_detour, _miniwob_wrong, tuple(f"{v} " for v in ("click", "type", "check", "uncheck", "select", "focus")),
+    _NEVER, _NEVER, ("Unknown action", "No known action matches"),
+    goal=lambda d: d.strip().rstrip(".").strip(),  # goals quote values that may hold a period
 )
 
 
@@ -137,7 +154,7 @@ def _short(description: str) -> str:
 def write_entries(traj: Trajectory, profile: SuiteProfile | None = None) -> list[MemoryEntry]:
     """The rule-based writer: what a fast per-session memory writer records from one trajectory."""
     profile = profile or PROFILES["scienceworld"]
-    fam, task, session = traj.family, _short(traj.task_description), traj.session
+    fam, task, session = traj.family, profile.goal(traj.task_description), traj.session
     last = len(traj.steps) - 1
     whole = (Provenance(traj.id, 0, last),)
     entries: list[MemoryEntry] = []

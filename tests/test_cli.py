@@ -49,3 +49,30 @@ def test_evaluate_with_the_llm_reward_agent_writes_a_record(tmp_path: Path) -> N
 def test_unknown_consolidator_is_a_clear_error() -> None:
     proc = dreamer_gym("evaluate", "--consolidator", "magic", *SMALL, timeout=60)
     assert proc.returncode != 0 and "unknown consolidator 'magic'" in proc.stderr
+
+
+@pytest.mark.jvm
+@pytest.mark.alfworld
+@pytest.mark.browser
+def test_transfer_track_runs_every_suite_it_can_and_names_why_not_the_others(tmp_path: Path) -> None:
+    """One consolidator set, unchanged, on ScienceWorld, ALFWorldGen and MiniWoB; the official ALFWorld
+    and WebArena ids are listed with the reason they cannot run here."""
+    out = tmp_path / "transfer.json"
+    env = {"ALFWORLD_DATA": str(tmp_path / "no-alfworld")} | {k: "" for k in ("WA_SHOPPING", "WA_REDDIT")}
+    proc = dreamer_gym("evaluate", "--track", "transfer", "--consolidator", "keep-all,oracle", "--seeds", "0",
+                       "--episodes", "1", "--other", "0", "--max-families", "1", "--quiet", "--out", str(out),
+                       env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    record = json.loads(out.read_text())
+    suites = record["suites"]
+    ran = [i for i, s in suites.items() if "rows" in s]
+    assert ran == ["MemoryConsolidation-ScienceWorld-v0", "MemoryConsolidation-ALFWorldGen-v0",
+                   "MemoryConsolidation-MiniWoB-v0"]
+    for env_id in ran:
+        keep, oracle = suites[env_id]["rows"]
+        assert keep["consolidator"] == "keep-all" and keep["reward"] == "+0.000" and keep["compression"] == "1.0x"
+        assert oracle["consolidator"] == "oracle" and float(oracle["entries after"]) < float(oracle["entries before"])
+        assert env_id in proc.stdout
+    assert "alfworld-download" in suites["MemoryConsolidation-ALFWorld-v0"]["unavailable"]
+    assert "WA_SHOPPING" in suites["MemoryConsolidation-WebArena-v0"]["unavailable"]
+    assert "not run here" in proc.stdout

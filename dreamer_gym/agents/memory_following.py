@@ -99,6 +99,10 @@ class MemoryFollowingAgent:
             from dreamer_gym.agents.alfworld_following import ALFWorldFollowing
 
             return ALFWorldFollowing(self.config).play(suite, task, entries)
+        if suite.name == "miniwob":
+            from dreamer_gym.agents.miniwob_following import MiniWoBFollowing
+
+            return MiniWoBFollowing(self.config).play(suite, task, entries)
         ep = _Episode(suite, task, self.config)
         procedures = [e for e in entries if e.kind == "procedure"]
         facts = [e.text for e in entries if e.kind in ("fact", "insight")]

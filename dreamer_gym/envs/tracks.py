@@ -7,6 +7,7 @@ from dreamer_gym.envs.config import DEFAULT_FAMILIES
 
 SCIENCEWORLD_POOL_HASH = "p3f95ce9c9b3fb053"
 ALFWORLD_GEN_POOL_HASH = "p3a5243c94551d807"
+MINIWOB_POOL_HASH = "pb3816741ee5a7b51"
 
 # What defines an id is frozen: gym.make may not override these (FrozenParameterError). Everything
 # else (evaluation sizes, budgets, workers, store) stays a free keyword argument for training runs;
@@ -35,6 +36,14 @@ _ALFWORLD_GEN = {
     "split": "dev",
     "reward_agent": "memory",
 }
+# MiniWoB++ pages through BrowserGym in Debian's Chromium (offline). 10 agent steps: MiniWoB's tasks take 1-5.
+_MINIWOB = {
+    "suite": "miniwob",
+    "pool": "miniwob-v0",
+    "pool_hash": MINIWOB_POOL_HASH,
+    "split": "dev",
+    "reward_agent": "memory",
+}
 # The official games (`alfworld-download`, $ALFWORLD_DATA): not shipped and not reachable from here, so
 # the pool is built on the user's machine on first use and cannot be pinned; fails at once without data.
 _ALFWORLD = {"suite": "alfworld", "pool": "alfworld-v0", "pool_hash": None, "split": "dev", "reward_agent": "memory"}
@@ -53,6 +62,8 @@ REGISTERED: dict[str, dict[str, Any]] = {
     "MemoryConsolidation-ALFWorldGen-v0": {**_ALFWORLD_GEN, "agent_max_steps": 50, "frozen": dict(_ALFWORLD_GEN)},
     "MemoryConsolidation-ALFWorldGen-LLM-v0": {**_llm(_ALFWORLD_GEN), "agent_max_steps": 30,
                                                "frozen": _llm(_ALFWORLD_GEN)},
+    "MemoryConsolidation-MiniWoB-v0": {**_MINIWOB, "agent_max_steps": 10, "frozen": dict(_MINIWOB)},
+    "MemoryConsolidation-MiniWoB-LLM-v0": {**_llm(_MINIWOB), "agent_max_steps": 10, "frozen": _llm(_MINIWOB)},
     "MemoryConsolidation-ALFWorld-v0": {**_ALFWORLD, "agent_max_steps": 50, "frozen": dict(_ALFWORLD)},
     "MemoryConsolidation-WebArena-v0": {**_WEBARENA, "frozen": dict(_WEBARENA)},
 }
@@ -62,6 +73,7 @@ REGISTERED: dict[str, dict[str, Any]] = {
 TRANSFER_TRACK: tuple[tuple[str, str], ...] = (
     ("train suite", "MemoryConsolidation-ScienceWorld-v0"),
     ("held out, generated games", "MemoryConsolidation-ALFWorldGen-v0"),
+    ("held out, web", "MemoryConsolidation-MiniWoB-v0"),
     ("held out", "MemoryConsolidation-ALFWorld-v0"),
     ("held out", "MemoryConsolidation-WebArena-v0"),
 )
@@ -70,6 +82,7 @@ TRANSFER_TRACK: tuple[tuple[str, str], ...] = (
 LLM_VARIANTS: dict[str, str] = {
     "MemoryConsolidation-ScienceWorld-v0": "MemoryConsolidation-ScienceWorld-LLM-v0",
     "MemoryConsolidation-ALFWorldGen-v0": "MemoryConsolidation-ALFWorldGen-LLM-v0",
+    "MemoryConsolidation-MiniWoB-v0": "MemoryConsolidation-MiniWoB-LLM-v0",
 }
 
-__all__ = ["ALFWORLD_GEN_POOL_HASH", "DEFAULT_FAMILIES", "FROZEN_FIELDS", "LLM_VARIANTS", "REGISTERED", "SCIENCEWORLD_POOL_HASH", "TRANSFER_TRACK"]
+__all__ = ["ALFWORLD_GEN_POOL_HASH", "MINIWOB_POOL_HASH", "DEFAULT_FAMILIES", "FROZEN_FIELDS", "LLM_VARIANTS", "REGISTERED", "SCIENCEWORLD_POOL_HASH", "TRANSFER_TRACK"]

@@ -15,6 +15,7 @@ from dreamer_gym.suites.availability import WEBARENA_VARS
 from helpers import assert_check_env_clean, call, make_env
 
 GEN_ID = "MemoryConsolidation-ALFWorldGen-v0"
+WEB_ID = "MemoryConsolidation-MiniWoB-v0"
 
 
 @pytest.fixture(scope="module")
@@ -24,8 +25,9 @@ def gen_env():
     env.close()
 
 
-def test_check_env_passes():
-    assert_check_env_clean(GEN_ID)
+@pytest.mark.parametrize("env_id", [GEN_ID, WEB_ID])
+def test_check_env_passes(env_id):
+    assert_check_env_clean(env_id)
 
 
 def test_pool_is_pinned_and_holds_every_task_type(gen_env):
@@ -81,3 +83,44 @@ def test_webarena_without_servers_fails_at_once(monkeypatch):
     message = str(err.value)
     assert all(name in message for name in WEBARENA_VARS)
     assert "docker" in message.lower()
+
+
+@pytest.fixture(scope="module")
+def web_env():
+    env = make_env(WEB_ID, eval_in_family=2, eval_other=0)
+    yield env
+    env.close()
+
+
+def test_miniwob_pool_is_pinned_and_verbatim(web_env):
+    pool = web_env.unwrapped.pool
+    assert pool.suite == "miniwob" and len(pool.families) == 11 and len(pool.banks) == 3
+    assert pool.hash == web_env.unwrapped.config.pool_hash
+    procs = [e.text for b in pool.banks for e in b if e.kind == "procedure"]
+    assert procs and not any("<" in t for t in procs)  # raw memory holds values, never slots
+
+
+@pytest.mark.browser
+def test_miniwob_keep_is_zero_and_the_oracle_solves_what_raw_memory_cannot(web_env):
+    """Raw choose-list procedures name their seed's option ("Select Nicaragua from the list..."): they do
+    not transfer. The oracle's template does, in real Chromium."""
+    options = {"family": "choose-list"}
+    keep = run_episode(web_env, REGISTRY["keep-all"](), seed=0, options=options)
+    assert keep["return"] == 0.0 and keep["score_after"] == keep["score_before"]
+    oracle = run_episode(web_env, REGISTRY["oracle"](), seed=0, options=options)
+    assert oracle["score_after"] == 100.0 and oracle["success_after"] == 1.0
+    assert oracle["score_before"] < 100.0
+
+
+@pytest.mark.browser
+def test_no_browser_outlives_close():
+    import psutil
+
+    before = set(psutil.Process().children(recursive=True))  # other fixtures' browsers are not ours
+    env = make_env(WEB_ID, eval_in_family=1, eval_other=0)
+    run_episode(env, REGISTRY["oracle"](), seed=0, options={"family": "click-tab"})
+    children = [p for p in psutil.Process().children(recursive=True) if p not in before]
+    assert any("chrom" in p.name().lower() for p in children)  # the evaluation started a real browser
+    env.close()
+    gone, alive = psutil.wait_procs(children, timeout=10)
+    assert [p.name() for p in alive] == []
