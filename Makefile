@@ -33,12 +33,16 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	touch $@
 
 # The main job on the embedded defaults: fixed consolidators, the oracle and the prompted LLM through the
-# env on real ScienceWorld; prints score before/after, success, bank size before/after and reward.
+# env on real ScienceWorld, then the transfer track in small (held-out suites); prints score before/after,
+# success, bank size before/after and reward.
 demo: setup
 	$(BIN)/dreamer-gym consolidate --seeds 0 1
 	@# the prompted consolidator on the bundled CPU model (SmolLM2-135M), small regions and budgets
 	$(BIN)/dreamer-gym consolidate --consolidator prompted --families use-thermometer,power-component \
 	    --region-entries 8 --max-tool-calls 8 --seeds 0
+	@# the transfer track in small: the same consolidators on the held-out suites (ALFWorld engine, MiniWoB in Chromium)
+	$(BIN)/dreamer-gym evaluate --track transfer --consolidator keep-all,oracle --seeds 0 --max-families 3 \
+	    --episodes 2 --other 0 --quiet
 
 # The test suite (CI runs exactly this).
 test: setup

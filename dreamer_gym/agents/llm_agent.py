@@ -20,20 +20,39 @@ from dreamer_gym.suites.base import EpisodeTask, TaskSuite
 
 _REJECTED = ("No known action matches", "Unknown action", "Nothing happens")  # ScienceWorld, ALFWorld
 _AMBIGUOUS = "Ambiguous request"
+# which system prompt (command words) each suite speaks
+_LANGUAGES = {"scienceworld": "scienceworld", "alfworld": "alfworld", "alfworld-gen": "alfworld",
+              "miniwob": "web", "webarena": "web"}
 _ACTION = re.compile(r"action\s*[:=]\s*(.+)", re.IGNORECASE)
 _OBSERVATION_CHARS = 900  # long room descriptions are cut: a 135M model's context is small
+_QUOTED = re.compile(r'("(?:[^"\\]|\\.)*")')  # a double-quoted segment, backslash escapes inside
+
+
+def _strip_quotes(text: str) -> str:
+    """Remove quotes that wrap the whole action (``"open door"``) or dangle at either end (``open door"``),
+    keeping the quotes of an argument (``click "Submit"``, ``type "JE4" into "Username"``)."""
+    for q in "\"'":
+        if len(text) >= 2 and text[0] == text[-1] == q and q not in text[1:-1]:
+            text = text[1:-1].strip()
+        elif text.count(q) % 2 == 1 and (text.startswith(q) or text.endswith(q)):
+            text = (text[1:] if text.startswith(q) else text[:-1]).strip()
+    return text
 
 
 def parse_action(reply: str) -> str:
     """The action in a model reply: after ``Action:`` if present, else the first non-empty line;
-    markdown, quotes and trailing punctuation removed, lower-cased."""
+    markdown, wrapping quotes and trailing punctuation removed, lower-cased with spaces collapsed outside
+    double-quoted segments (what to type stays verbatim: ``type "JE4" into "Username"``)."""
     match = _ACTION.search(reply)
     text = match.group(1) if match else next((ln for ln in reply.splitlines() if ln.strip()), "")
     text = text.splitlines()[0] if text else ""
     text = re.sub(r"[.!]+$", "", text.strip())
-    text = text.strip().strip("`*\"'").strip()
+    previous = None
+    while text != previous:  # `"open door"`, "`open door`", **open door**
+        previous, text = text, _strip_quotes(text.strip().strip("`*").strip())
     text = re.sub(r"[.!]+$", "", text)
-    return re.sub(r"\s+", " ", text).lower()
+    parts = _QUOTED.split(text)  # odd indices: the quoted segments
+    return "".join(p if i % 2 else re.sub(r"\s+", " ", p).lower() for i, p in enumerate(parts))
 
 
 def closest_action(text: str, valid: Sequence[str]) -> str | None:
@@ -61,7 +80,8 @@ class LLMAgent:
         self._backend = backend
         self._retriever = TaskRetriever(self.config.top_k)
         # one system prompt per simulator language (its command words); the step prompt is shared
-        self.system_prompts = {"scienceworld": load_prompt("agent_system"), "alfworld": load_prompt("agent_system_alfworld")}
+        self.system_prompts = {"scienceworld": load_prompt("agent_system"), "alfworld": load_prompt("agent_system_alfworld"),
+                               "web": load_prompt("agent_system_web")}
         self.system_prompt = self.system_prompts["scienceworld"]
         self.step_prompt = load_prompt("agent_step")
         self.sampling = SamplingConfig(max_tokens=self.config.max_action_tokens, temperature=0.0, stop=("\n\n",))
@@ -91,8 +111,8 @@ class LLMAgent:
         """Play one episode. LLM errors propagate (the evaluator records them as a failed episode)."""
         observation = suite.start(task)
         description = suite.task_description()
-        language = "alfworld" if suite.name.startswith("alfworld") else "scienceworld"
-        idle = "look" if language == "alfworld" else "look around"
+        language = _LANGUAGES.get(suite.name, "scienceworld")
+        idle = {"alfworld": "look", "web": 'press "Tab"'}.get(language, "look around")
         history: list[tuple[str, str]] = []
         actions: list[str] = []
         score, done = 0.0, False

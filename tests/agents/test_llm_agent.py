@@ -25,6 +25,34 @@ def test_parse_action_reads_chatty_replies(reply: str, action: str) -> None:
     assert parse_action(reply) == action
 
 
+@pytest.mark.parametrize(("reply", "action"), [
+    ('Action: TYPE "JE4" into "Username"', 'type "JE4" into "Username"'),
+    ('I will log in.\nAction: `Type "kEnDa x"  INTO "Username"`.', 'type "kEnDa x" into "Username"'),
+    ('Action: **Click  "Submit"**', 'click "Submit"'),
+    ('Click "Tab #2"!', 'click "Tab #2"'),
+    ('Action: type "a \\"B\\"" into textbox 1', 'type "a \\"B\\"" into textbox 1'),
+    ('Action: type "Two  Spaces." into "Field"', 'type "Two  Spaces." into "Field"'),
+    ('Action: ANSWER "Quest Lumaflex Band"', 'answer "Quest Lumaflex Band"'),
+    ('"`Open Door`"', "open door"),
+    ("'Open Door'", "open door"),
+    ('Open Door"', "open door"),
+    ("Look at the Dog's bowl", "look at the dog's bowl"),
+])
+def test_parse_action_keeps_quoted_arguments_verbatim(reply: str, action: str) -> None:
+    assert parse_action(reply) == action
+
+
+def test_parsed_actions_are_the_web_action_language() -> None:
+    from dreamer_gym.suites.browsergym_base import Command, Target, parse_command
+
+    assert parse_command(parse_action('Action: Type "JE4" into "Password".')) == Command(
+        "type", Target(name="Password"), "JE4"
+    )
+    assert parse_command(parse_action('Action: select "Drona" in "Names"')) == Command(
+        "select", Target(name="Names"), "Drona"
+    )
+
+
 def test_closest_action_snaps_free_text_onto_valid_actions() -> None:
     valid = ("focus on thermometer", "go to kitchen", "open door to kitchen", "look around")
     assert closest_action("go to the kitchen", valid) == "go to kitchen"
@@ -87,3 +115,26 @@ def test_make_agent_builds_the_llm_agent_lazily() -> None:
     agent = make_agent(AgentConfig(name="llm"))
     assert isinstance(agent, LLMAgent) and agent._backend is None  # no model loaded until the first episode
     assert agent.cache_key != make_agent(AgentConfig()).cache_key
+
+
+@pytest.mark.alfworld
+@pytest.mark.browser
+@pytest.mark.parametrize("suite_name", ["alfworld-gen", "miniwob"])
+def test_llm_agent_speaks_each_held_out_suite(suite_name, smollm2_backend, tmp_path) -> None:
+    """The real SmolLM2 agent plays a real ALFWorld-engine game and a real MiniWoB page with that suite's
+    command words in its system prompt; whatever it writes ends as actions the suite answered."""
+    from dreamer_gym.suites import make_suite
+
+    kwargs = {"cache_dir": tmp_path} if suite_name == "alfworld-gen" else {}
+    family = "pick_clean_then_place_in_recep" if suite_name == "alfworld-gen" else "click-button"
+    agent = LLMAgent(AgentConfig(name="llm", max_steps=3), backend=smollm2_backend)
+    with make_suite(suite_name, **kwargs) as s:  # type: ignore[attr-defined]
+        task = EpisodeTask(family, 1000)
+        prompt = None
+        s.start(task)
+        prompt = agent.prompt(s.task_description(), [], [], "obs", {"alfworld-gen": "alfworld"}.get(suite_name, "web"))
+        result = agent.play(s, task, [])
+        assert agent.play(s, task, []) == result  # greedy: deterministic
+    words = ("take OBJECT from RECEPTACLE",) if suite_name == "alfworld-gen" else ('type "TEXT" into "FIELD"',)
+    assert all(w in prompt[0]["content"] for w in words)
+    assert 1 <= result.steps <= 3 and result.error is None and 0.0 <= result.score <= 100.0

@@ -9,6 +9,7 @@ import pytest
 
 import dreamer_gym  # noqa: F401 - registers the ids
 from baselines import REGISTRY, run_episode
+from dreamer_gym.envs.tracks import LLM_VARIANTS
 from dreamer_gym.errors import SuiteError
 from dreamer_gym.suites.availability import WEBARENA_VARS
 
@@ -25,8 +26,10 @@ def gen_env():
     env.close()
 
 
-@pytest.mark.parametrize("env_id", [GEN_ID, WEB_ID])
+@pytest.mark.parametrize("env_id", [GEN_ID, WEB_ID, LLM_VARIANTS[GEN_ID], LLM_VARIANTS[WEB_ID]])
 def test_check_env_passes(env_id):
+    """check_env never commits, so the LLM-agent ids load no model here (their reward is tested with the
+    real model in tests/agents/test_llm_agent.py)."""
     assert_check_env_clean(env_id)
 
 
