@@ -187,6 +187,9 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
             "reward_components": {"score_delta": (score_after - score_before) / 100.0, "size": size},
             "episode_errors": [r.error for r in (*before, *after) if r.error],
             "reward_agent": dataclasses.asdict(self.evaluator.agent_config),  # incl. the LLM, never a key
+            # what the score was measured on; "alfworld-gen" games are generated, never the official splits
+            "suite": self.config.suite,
+            "pool_hash": self.pool.hash,
             "bank_before": ws.bank.hash,
             "bank_after": new_bank.hash,
             "episodes": [

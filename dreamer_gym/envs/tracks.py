@@ -37,6 +37,8 @@ _ALFWORLD_GEN = {
     "reward_agent": "memory",
 }
 # MiniWoB++ pages through BrowserGym in Debian's Chromium (offline). 10 agent steps: MiniWoB's tasks take 1-5.
+# 10 retrieved entries: they are one line each (~24 tokens), and with 6 the other families' raw "Select ...
+# and click Submit" entries crowded a consolidated click-option procedure out of the agent's context.
 _MINIWOB = {
     "suite": "miniwob",
     "pool": "miniwob-v0",
@@ -62,8 +64,9 @@ REGISTERED: dict[str, dict[str, Any]] = {
     "MemoryConsolidation-ALFWorldGen-v0": {**_ALFWORLD_GEN, "agent_max_steps": 50, "frozen": dict(_ALFWORLD_GEN)},
     "MemoryConsolidation-ALFWorldGen-LLM-v0": {**_llm(_ALFWORLD_GEN), "agent_max_steps": 30,
                                                "frozen": _llm(_ALFWORLD_GEN)},
-    "MemoryConsolidation-MiniWoB-v0": {**_MINIWOB, "agent_max_steps": 10, "frozen": dict(_MINIWOB)},
-    "MemoryConsolidation-MiniWoB-LLM-v0": {**_llm(_MINIWOB), "agent_max_steps": 10, "frozen": _llm(_MINIWOB)},
+    "MemoryConsolidation-MiniWoB-v0": {**_MINIWOB, "agent_max_steps": 10, "agent_top_k": 10, "frozen": dict(_MINIWOB)},
+    "MemoryConsolidation-MiniWoB-LLM-v0": {**_llm(_MINIWOB), "agent_max_steps": 10, "agent_top_k": 10,
+                                           "frozen": _llm(_MINIWOB)},
     "MemoryConsolidation-ALFWorld-v0": {**_ALFWORLD, "agent_max_steps": 50, "frozen": dict(_ALFWORLD)},
     "MemoryConsolidation-WebArena-v0": {**_WEBARENA, "frozen": dict(_WEBARENA)},
 }

@@ -54,6 +54,8 @@ def test_keep_whole_region_scores_exactly_zero(gen_env):
     assert info["reward_components"] == {"score_delta": 0.0, "size": 0.0}
     assert info["score_after"] == info["score_before"] and info["bank_after"] == info["bank_before"]
     assert reward == 0.0
+    # every result says what it was measured on: generated games, never the official splits
+    assert info["suite"] == "alfworld-gen" and info["pool_hash"] == gen_env.unwrapped.pool.hash
 
 
 @pytest.mark.alfworld
