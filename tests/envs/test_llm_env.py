@@ -1,4 +1,5 @@
-"""The LLM-agent id: the same env contract, rewarded by the LLM agent (real SmolLM2-135M, real ScienceWorld)."""
+"""The LLM-agent ids: the same env contract, rewarded by the LLM agent (real SmolLM2-135M on real
+ScienceWorld, generated ALFWorld games and MiniWoB in Chromium)."""
 from __future__ import annotations
 
 import gymnasium as gym
@@ -12,6 +13,9 @@ from helpers import call
 
 LLM_ENV_IDS = sorted(i for i, kw in REGISTERED.items() if kw["reward_agent"] == "llm")
 
+# One family per suite that every bank of its pool holds (the option must name a family of the bank).
+FAMILY = {"scienceworld": "use-thermometer", "alfworld-gen": "pick_and_place_simple", "miniwob": "click-button"}
+
 TINY = {"eval_in_family": 1, "eval_other": 0, "agent_max_steps": 2, "max_region_entries": 8}
 
 
@@ -21,7 +25,7 @@ def test_llm_env_passes_check_env_and_a_commit_is_rewarded_by_the_llm_agent(env_
     env = gym.make(env_id, **TINY)
     try:
         check_env(env.unwrapped, skip_render_check=True)
-        obs, info = env.reset(seed=0, options={"family": "use-thermometer"})
+        obs, info = env.reset(seed=0, options={"family": FAMILY[REGISTERED[env_id]["suite"]]})
         first = info["region"][0]["id"]
         env.step(call("keep", ids=[first]))
         obs, reward, terminated, truncated, info = env.step(call("commit"))
