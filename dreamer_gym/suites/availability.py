@@ -54,7 +54,7 @@ def check_available(suite: str) -> None:
     elif suite in ("miniwob", "webarena"):
         if suite == "webarena":
             check_webarena()
-        from dreamer_gym.suites.browsergym_base import check_chromium
+        from dreamer_gym.suites.web.chromium import check_chromium
 
         check_chromium()
         if suite == "webarena":

@@ -2,17 +2,17 @@
 
 - The pages are the ``miniwob`` wheel's own html (``file://``); the browser is Debian's ``chromium``
   (``make setup`` installs it), launched by playwright 1.44 through a wrapper script (playwright cannot
-  download its own build here; see :func:`~dreamer_gym.suites.browsergym_base.chromium_wrapper`).
+  download its own build here; see :func:`~dreamer_gym.suites.web.chromium.chromium_wrapper`).
 - Families are MiniWoB++ tasks a script can read and solve (:data:`FAMILIES`). A variation is the integer
   seed BrowserGym's task takes: the same seed gives the same page as ``gym.make("browsergym/miniwob.<family>")``
   reset with that seed. Splits are disjoint seed ranges (:data:`SPLIT_RANGES`).
-- Actions are text, in the semantic language of :mod:`dreamer_gym.suites.browsergym_base` (``click "Submit"``,
+- Actions are text, in the semantic language of (:mod:`dreamer_gym.suites.web`: ``click "Submit"``,
   ``type "Bob" into "Username"``, ``check "JE4O"``, ``select "Drona" in "Country"``, ``focus "Username"``,
   ``press "Enter"``; raw BrowserGym actions such as ``click('12')`` pass through). The web verbs
   (``answer``, ``goto``, ``go back``, ``scroll``) are WebArena's and are refused here.
 
 The browser, page reading, action language and warm env are shared with the WebArena suite and live in
-:mod:`dreamer_gym.suites.browsergym_base` (this module re-exports the names it used to define). MiniWoB
+:mod:`dreamer_gym.suites.web`. MiniWoB
 pages keep no storage and every navigation reloads the document, so one context and page serve every
 episode (``fresh_context=False``).
 """
@@ -26,30 +26,7 @@ from pathlib import Path
 from dreamer_gym.errors import SuiteError
 from dreamer_gym.paths import cache_root
 from dreamer_gym.suites.base import EpisodeTask
-from dreamer_gym.suites.browsergym_base import (  # noqa: F401 - re-exported: the names this module defined before the split
-    _INSTALL_HINT,
-    ACTION_FORMS,
-    CHROMIUM_FLAGS,
-    DEFAULT_CHROMIUM,
-    INTERACTIVE_ROLES,
-    BrowserGymSuite,
-    Command,
-    Element,
-    Page,
-    Target,
-    _find_spec,
-    _norm,
-    _pip_hint,
-    chromium_wrapper,
-    find,
-    lean_playwright_stacks,
-    parse_command,
-    playwright_chromium_revision,
-    quote,
-    read_page,
-    semantic_actions,
-    translate,
-)
+from dreamer_gym.suites.web import DEFAULT_CHROMIUM, BrowserGymSuite, Page, find_spec, norm, pip_hint, quote
 
 SUITE_NAME = "miniwob"
 FAMILIES: tuple[str, ...] = (
@@ -75,10 +52,10 @@ def default_cache_dir() -> Path:
 
 def miniwob_html_url() -> str:
     """``file://`` URL of the ``miniwob`` wheel's ``html/miniwob/`` folder, with the trailing slash."""
-    spec = _find_spec("miniwob")
+    spec = find_spec("miniwob")
     folder = Path(spec.origin).parent / "html" / "miniwob"
     if not folder.is_dir():
-        raise SuiteError(f"The miniwob wheel has no html folder at {folder}; reinstall it: {_pip_hint()}")
+        raise SuiteError(f"The miniwob wheel has no html folder at {folder}; reinstall it: {pip_hint()}")
     return folder.as_uri() + "/"
 
 
@@ -102,7 +79,7 @@ _GOALS: dict[str, re.Pattern[str]] = {
 
 def solve(family: str, goal: str, page: Page) -> tuple[str, ...]:
     """The scripted solution of a ``family`` task in the action language, from its goal and first page."""
-    m = _GOALS[family].match(_norm(goal))
+    m = _GOALS[family].match(norm(goal))
     if m is None:
         raise SuiteError(f"Unexpected {family} goal {goal!r}: the scripted solution cannot read it")
     x = m.groupdict().get("x") or ""
@@ -139,7 +116,7 @@ def _task_classes() -> dict[str, type]:
         import gymnasium
 
         raise gymnasium.error.DependencyNotInstalled(
-            f"BrowserGym MiniWoB is not installed ({exc}): run {_pip_hint()}"
+            f"BrowserGym MiniWoB is not installed ({exc}): run {pip_hint()}"
         ) from exc
     return {cls.subdomain: cls for cls in browsergym.miniwob.ALL_MINIWOB_TASKS}
 

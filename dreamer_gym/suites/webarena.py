@@ -12,7 +12,7 @@ MiniWoB suite. Needs the self-hosted WebArena sites (the ``WA_*`` variables): no
   the instances of an intent template consecutively, so most templates (161 of 190) have instances on both
   sides of the train/evaluation line: a procedure consolidated from train tasks can transfer to a dev task
   of the same template.
-- Actions: the MiniWoB language plus :data:`~dreamer_gym.suites.browsergym_base.WEB_VERBS`; a task ends
+- Actions: the MiniWoB language plus :data:`~dreamer_gym.suites.web.WEB_VERBS`; a task ends
   when the agent answers (``answer "..."``, BrowserGym's ``send_msg_to_user``), and WebArena's own
   evaluator scores it (score = 100 x its reward) or after ``step_limit`` actions.
 - Every episode gets a fresh browser context (WebArena logs in per task; no cookies carry over), in the
@@ -32,14 +32,7 @@ from importlib import resources
 from dreamer_gym.errors import SuiteError
 from dreamer_gym.suites.availability import check_webarena
 from dreamer_gym.suites.base import EpisodeTask
-from dreamer_gym.suites.browsergym_base import (
-    BASE_VERBS,
-    DEFAULT_CHROMIUM,
-    WEB_ACTION_FORMS,
-    WEB_VERBS,
-    BrowserGymSuite,
-    _pip_hint,
-)
+from dreamer_gym.suites.web import BASE_VERBS, DEFAULT_CHROMIUM, WEB_ACTION_FORMS, WEB_VERBS, BrowserGymSuite, pip_hint
 
 SUITE_NAME = "webarena"
 EXTRA = "webarena"
@@ -94,7 +87,7 @@ def _task_class() -> type:
         import nltk
     except ImportError as exc:
         raise gymnasium.error.DependencyNotInstalled(
-            f"browsergym-webarena is not installed ({exc}): run {_pip_hint(EXTRA)} in its own environment "
+            f"browsergym-webarena is not installed ({exc}): run {pip_hint(EXTRA)} in its own environment "
             "(it conflicts with the llm extra; see docs/webarena.md)"
         ) from exc
     try:
@@ -109,7 +102,7 @@ def _task_class() -> type:
         from browsergym.webarena.task import GenericWebArenaTask
     except ImportError as exc:
         raise gymnasium.error.DependencyNotInstalled(
-            f"browsergym-webarena is not installed ({exc}): run {_pip_hint(EXTRA)} in its own environment "
+            f"browsergym-webarena is not installed ({exc}): run {pip_hint(EXTRA)} in its own environment "
             "(it conflicts with the llm extra; see docs/webarena.md)"
         ) from exc
     return GenericWebArenaTask

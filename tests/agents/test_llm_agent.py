@@ -43,7 +43,7 @@ def test_parse_action_keeps_quoted_arguments_verbatim(reply: str, action: str) -
 
 
 def test_parsed_actions_are_the_web_action_language() -> None:
-    from dreamer_gym.suites.browsergym_base import Command, Target, parse_command
+    from dreamer_gym.suites.web import Command, Target, parse_command
 
     assert parse_command(parse_action('Action: Type "JE4" into "Password".')) == Command(
         "type", Target(name="Password"), "JE4"

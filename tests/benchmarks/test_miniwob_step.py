@@ -22,7 +22,8 @@ import psutil
 import pytest
 
 from dreamer_gym.suites.base import EpisodeTask
-from dreamer_gym.suites.miniwob import SPLIT_RANGES, MiniWoBSuite, read_page
+from dreamer_gym.suites.miniwob import SPLIT_RANGES, MiniWoBSuite
+from dreamer_gym.suites.web import read_page
 
 pytestmark = [pytest.mark.browser]
 

@@ -14,11 +14,9 @@ import pytest
 from dreamer_gym.errors import SuiteError
 from dreamer_gym.suites import SUITES, make_suite
 from dreamer_gym.suites.base import SPLITS, EpisodeTask, StepOutcome, TaskSuite
-from dreamer_gym.suites.miniwob import (
-    FAMILIES,
-    SPLIT_RANGES,
+from dreamer_gym.suites.miniwob import FAMILIES, SPLIT_RANGES, MiniWoBSuite
+from dreamer_gym.suites.web import (
     Command,
-    MiniWoBSuite,
     Target,
     chromium_wrapper,
     parse_command,
