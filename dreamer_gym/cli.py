@@ -33,6 +33,17 @@ def _table(rows: list[dict[str, object]]) -> str:
     return "\n".join([line, sep, *body])
 
 
+TRANSFER_COLUMNS = ("consolidator", "score before", "score after", "success before", "success after",
+                    "entries before", "entries after", "tokens before", "tokens after", "compression", "reward")
+
+
+def markdown_table(rows: list[dict[str, object]], columns: tuple[str, ...] = TRANSFER_COLUMNS) -> str:
+    """``rows`` as a Markdown table: how docs quote a recorded ``evaluate --out`` run (a test checks they do)."""
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(str(r[c]) for c in columns) + " |" for r in rows]
+    return "\n".join(lines)
+
+
 def _llm_config(args: argparse.Namespace, role: str) -> dict[str, object]:
     """The LLM config a flag set asks for, as a plain dict (never holds a key: only its env var name)."""
     backend = getattr(args, f"{role}_backend", None) or args.backend
@@ -166,7 +177,10 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
     from dreamer_gym.errors import DreamerGymError
 
     names = args.consolidator.split(",")
-    record: dict[str, object] = {"track": "transfer", "consolidators": names, "seeds": args.seeds, "suites": {}}
+    settings = {k: getattr(args, k, None) for k in ("episodes", "other", "region_entries", "max_tool_calls",
+                                                    "max_families", "reward_agent", "workers")}
+    record: dict[str, object] = {"track": "transfer", "consolidators": names, "seeds": args.seeds,
+                                 "settings": settings, "suites": {}}
     status = 0
     for role, base_id in TRANSFER_TRACK:
         try:

@@ -71,3 +71,17 @@ def test_held_out_validity_pages_are_the_studys_own_output(suite: str) -> None:
     # prose decoy's "equal" is reported as measured (ALFWorldGen: prose -2.8 points, see docs/suites.md)
     ordering = [c for c in summary["comparisons"] if c["expect"] == "greater"]
     assert len(ordering) == 4 and all(c["holds"] and c["ci95"][0] > 0 for c in ordering), ordering
+
+
+@pytest.mark.parametrize("record", ["transfer_fixed.json", "transfer_prompted.json"])
+def test_suites_page_quotes_the_recorded_transfer_runs(record: str) -> None:
+    """docs/suites.md's transfer tables are the recorded `evaluate --track transfer --out` runs, unedited."""
+    from dreamer_gym.cli import markdown_table
+
+    docs = Path(__file__).parent.parent / "docs"
+    page = (docs / "suites.md").read_text()
+    suites = json.loads((docs / record).read_text())["suites"]
+    ran = {env_id: s["rows"] for env_id, s in suites.items() if "rows" in s}
+    assert {"MemoryConsolidation-ScienceWorld-v0", "MemoryConsolidation-ALFWorldGen-v0"} <= set(ran)
+    for env_id, rows in ran.items():
+        assert markdown_table(rows) in page, f"docs/suites.md does not quote {record}'s {env_id} table"
