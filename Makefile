@@ -40,7 +40,9 @@ demo: setup
 	@# the prompted consolidator on the bundled CPU model (SmolLM2-135M), small regions and budgets
 	$(BIN)/dreamer-gym consolidate --consolidator prompted --families use-thermometer,power-component \
 	    --region-entries 8 --max-tool-calls 8 --seeds 0
-	@# the transfer track in small: the same consolidators on the held-out suites (ALFWorld engine, MiniWoB in Chromium)
+	@# the transfer track in small: the same consolidators on the held-out suites (ALFWorld engine, MiniWoB in Chromium);
+	@# 3 families x 1 seed x 2 episodes is a smoke-sized run (one episode moves a score by 17 points): the measured
+	@# tables, every family x 3 seeds, are in docs/suites.md
 	$(BIN)/dreamer-gym evaluate --track transfer --consolidator keep-all,oracle --seeds 0 --max-families 3 \
 	    --episodes 2 --other 0 --quiet
 
