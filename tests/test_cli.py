@@ -64,6 +64,8 @@ def test_transfer_track_runs_every_suite_it_can_and_names_why_not_the_others(tmp
                        env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     record = json.loads(out.read_text())
+    assert record["settings"] == {"episodes": 1, "other": 0, "region_entries": 0, "max_tool_calls": 0,
+                                  "max_families": 1, "reward_agent": "memory", "workers": 0}
     suites = record["suites"]
     ran = [i for i, s in suites.items() if "rows" in s]
     assert ran == ["MemoryConsolidation-ScienceWorld-v0", "MemoryConsolidation-ALFWorldGen-v0",

@@ -6,15 +6,14 @@
 - Families are MiniWoB++ tasks a script can read and solve (:data:`FAMILIES`). A variation is the integer
   seed BrowserGym's task takes: the same seed gives the same page as ``gym.make("browsergym/miniwob.<family>")``
   reset with that seed. Splits are disjoint seed ranges (:data:`SPLIT_RANGES`).
-- Actions are text, in the semantic language of (:mod:`dreamer_gym.suites.web`: ``click "Submit"``,
+- Actions are text, in the semantic language of :mod:`dreamer_gym.suites.web` (``click "Submit"``,
   ``type "Bob" into "Username"``, ``check "JE4O"``, ``select "Drona" in "Country"``, ``focus "Username"``,
   ``press "Enter"``; raw BrowserGym actions such as ``click('12')`` pass through). The web verbs
   (``answer``, ``goto``, ``go back``, ``scroll``) are WebArena's and are refused here.
 
 The browser, page reading, action language and warm env are shared with the WebArena suite and live in
-:mod:`dreamer_gym.suites.web`. MiniWoB
-pages keep no storage and every navigation reloads the document, so one context and page serve every
-episode (``fresh_context=False``).
+:mod:`dreamer_gym.suites.web`. MiniWoB pages keep no storage and every navigation reloads the document, so
+one context and page serve every episode (``fresh_context=False``).
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ import re
 from pathlib import Path
 
 from dreamer_gym.errors import SuiteError
-from dreamer_gym.paths import cache_root
 from dreamer_gym.suites.base import EpisodeTask
 from dreamer_gym.suites.web import DEFAULT_CHROMIUM, BrowserGymSuite, Page, find_spec, norm, pip_hint, quote
 
@@ -43,11 +41,6 @@ FAMILIES: tuple[str, ...] = (
     "login-user",
 )
 SPLIT_RANGES: dict[str, range] = {"train": range(0, 1000), "dev": range(1000, 1100), "test": range(2000, 2100)}
-
-
-def default_cache_dir() -> Path:
-    """``<cache_root()>/miniwob`` (``$DREAMER_GYM_CACHE/miniwob``, default ``~/.cache/dreamer_gym/miniwob``)."""
-    return cache_root() / SUITE_NAME
 
 
 def miniwob_html_url() -> str:
