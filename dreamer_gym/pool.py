@@ -122,11 +122,15 @@ def load_or_build_pool(name: str, suite_name: str, expected_hash: str | None, pr
     except FileNotFoundError:
         if expected_hash is not None:
             raise
-    from dreamer_gym.suites import make_suite
+    from dreamer_gym.suites import get_suite_spec
 
     logger.warning("bank pool %r is not built on this machine yet: acquiring it on %s (once)", name, suite_name)
-    with make_suite(suite_name) as suite:  # type: ignore[attr-defined]
-        pool = build_pool(suite, tuple(suite.families), eval_variations=10, gold_variations=10, progress=progress)  # type: ignore[attr-defined]
+    spec = get_suite_spec(suite_name)
+    suite = spec.make()
+    try:
+        pool = build_pool(suite, spec.families, eval_variations=10, gold_variations=10, progress=progress)
+    finally:
+        suite.close()
     path = cached_pool_path(name)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")

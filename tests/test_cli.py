@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 SECRET = "sk-test-DO-NOT-LEAK-0123456789"
-SMALL = ["--families", "use-thermometer", "--episodes", "1", "--other", "0", "--quiet"]
+SMALL = ["--families", "use-thermometer", "--eval-in-family", "1", "--eval-other", "0", "--quiet"]
 
 
 def dreamer_gym(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -21,7 +21,7 @@ def dreamer_gym(*args: str, env: dict[str, str] | None = None, timeout: float = 
 def test_unreachable_server_is_a_recorded_failure_and_the_key_never_leaks(tmp_path: Path) -> None:
     out = tmp_path / "record.json"
     proc = dreamer_gym("-v", "evaluate", "--consolidator", "prompted", "--backend", "openai", "--model", "m",
-                       "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "DG_TEST_KEY", "--timeout", "3",
+                       "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "DG_TEST_KEY", "--timeout-s", "3",
                        "--out", str(out), *SMALL, env={"DG_TEST_KEY": SECRET}, timeout=120)
     assert proc.returncode == 1, proc.stderr[-2000:]
     record = json.loads(out.read_text())
@@ -60,12 +60,14 @@ def test_transfer_track_runs_every_suite_it_can_and_names_why_not_the_others(tmp
     out = tmp_path / "transfer.json"
     env = {"ALFWORLD_DATA": str(tmp_path / "no-alfworld")} | {k: "" for k in ("WA_SHOPPING", "WA_REDDIT")}
     proc = dreamer_gym("evaluate", "--track", "transfer", "--consolidator", "keep-all,oracle", "--seeds", "0",
-                       "--episodes", "1", "--other", "0", "--max-families", "1", "--quiet", "--out", str(out),
+                       "--eval-in-family", "1", "--eval-other", "0", "--max-families", "1", "--quiet", "--out", str(out),
                        env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     record = json.loads(out.read_text())
-    assert record["settings"] == {"episodes": 1, "other": 0, "region_entries": 0, "max_tool_calls": 0,
-                                  "max_families": 1, "reward_agent": "memory", "workers": 0}
+    settings = record["settings"]  # every env flag by its ConsolidationConfig name; None: each id's own value
+    assert settings["eval_in_family"] == 1 and settings["eval_other"] == 0
+    assert settings["max_region_entries"] is None and settings["max_tool_calls"] is None
+    assert settings["max_families"] == 1 and settings["reward_agent"] == "memory"
     suites = record["suites"]
     ran = [i for i, s in suites.items() if "rows" in s]
     assert ran == ["MemoryConsolidation-ScienceWorld-v0", "MemoryConsolidation-ALFWorldGen-v0",
@@ -78,3 +80,86 @@ def test_transfer_track_runs_every_suite_it_can_and_names_why_not_the_others(tmp
     assert "alfworld-download" in suites["MemoryConsolidation-ALFWorld-v0"]["unavailable"]
     assert "WA_SHOPPING" in suites["MemoryConsolidation-WebArena-v0"]["unavailable"]
     assert "not run here" in proc.stdout
+
+
+# --- flags generated from the config dataclasses, and --config files -----------------------------------------
+def test_env_and_llm_flags_are_generated_from_the_config_dataclasses() -> None:
+    """Every ConsolidationConfig field an id does not freeze is a flag of its own name; every scalar LLMConfig
+    field is a flag for both sides and, with --consolidator-/--agent-, for one side. Only given flags are sent."""
+    import dataclasses
+
+    from dreamer_gym.cli import ENV_SKIP, _env_kwargs, _llm_config, parse_args
+    from dreamer_gym.cli_args import cli_fields
+    from dreamer_gym.envs.config import ConsolidationConfig
+    from dreamer_gym.llm.config import LLMConfig
+
+    env_fields = {f.name for f, _, _ in cli_fields(ConsolidationConfig, ENV_SKIP)}
+    assert env_fields == {f.name for f in dataclasses.fields(ConsolidationConfig)} - set(ENV_SKIP)
+    args = parse_args(["consolidate"])
+    assert {d[4:] for d in vars(args) if d.startswith("env.")} == env_fields
+    assert _env_kwargs(args) == {}  # nothing given: gym.make gets the registered id's values
+    llm_fields = {f.name for f, _, _ in cli_fields(LLMConfig)}
+    assert llm_fields == {f.name for f in dataclasses.fields(LLMConfig)} - {"engine_kwargs"}  # a tuple of pairs
+    for prefix in ("llm.", "consolidator_llm.", "agent_llm."):
+        assert {d[len(prefix):] for d in vars(args) if d.startswith(prefix)} == llm_fields
+
+    args = parse_args(["evaluate", "--eval-in-family", "2", "--max-region-entries", "8", "--size-coef", "0.5",
+                       "--reward-agent", "llm", "--model", "m", "--agent-backend", "vllm", "--timeout-s", "9"])
+    kwargs = _env_kwargs(args)
+    assert {k: kwargs[k] for k in ("eval_in_family", "max_region_entries", "size_coef")} == {
+        "eval_in_family": 2, "max_region_entries": 8, "size_coef": 0.5}
+    assert kwargs["llm"] == LLMConfig(backend="vllm", model="m", timeout_s=9.0).to_dict()
+    assert _llm_config(args, "consolidator") == LLMConfig(model="m", timeout_s=9.0).to_dict()
+
+
+def test_old_flag_names_still_parse_to_the_new_fields() -> None:
+    from dreamer_gym.cli import _env_kwargs, _llm_config, parse_args
+
+    args = parse_args(["consolidate", "--episodes", "1", "--other", "0", "--region-entries", "8", "--timeout", "3"])
+    assert _env_kwargs(args) == {"eval_in_family": 1, "eval_other": 0, "max_region_entries": 8}
+    assert _llm_config(args, "agent")["timeout_s"] == 3.0
+    assert vars(parse_args(["validity", "--episodes", "2"]))["study.episodes_per_family"] == 2
+
+
+def test_a_config_file_supplies_flag_values_and_the_command_line_wins(tmp_path: Path) -> None:
+    from dreamer_gym.cli import _env_kwargs, parse_args
+
+    config = tmp_path / "run.yaml"
+    config.write_text("consolidators: [keep-all, random]\nseeds: [0, 1]\neval_in_family: 2\n"
+                      "max-tool-calls: 8\nmodel: m\nquiet: true\n")
+    args = parse_args(["consolidate", "--config", str(config), "--eval-in-family", "1"])
+    assert args.consolidators == "keep-all,random" and args.seeds == [0, 1] and args.quiet
+    assert _env_kwargs(args) == {"eval_in_family": 1, "max_tool_calls": 8}
+    assert vars(args)["llm.model"] == "m"
+
+
+@pytest.mark.parametrize("text, match", [
+    ("eval_in_familly: 2\n", r"Unknown key 'eval_in_familly'.*known keys.*eval_in_family"),
+    ("eval_in_family: two\n", r"Expected `eval_in_family` .* to be a int"),
+    ("eval_in_family: 2.5\n", r"Expected `eval_in_family` .* to be a int"),
+    ("backend: tensorflow\n", r"Expected `backend` .* one of \['transformers', 'vllm', 'openai'\]"),
+    ("quiet: 1\n", r"Expected `quiet` .* true or false"),
+    ("- a list\n", r"mapping of flag names to values"),
+])
+def test_a_bad_config_file_is_a_clear_error(tmp_path: Path, text: str, match: str) -> None:
+    from dreamer_gym.cli import parse_args
+    from dreamer_gym.errors import ConfigError
+
+    config = tmp_path / "bad.yaml"
+    config.write_text(text)
+    with pytest.raises(ConfigError, match=match):
+        parse_args(["consolidate", "--config", str(config)])
+
+
+BASELINE_CONFIGS = sorted((Path(__file__).parent.parent / "baselines" / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", BASELINE_CONFIGS, ids=[p.name for p in BASELINE_CONFIGS])
+def test_every_baseline_config_is_read_by_the_command_its_first_line_names(path: Path) -> None:
+    """baselines/configs/*.yaml start with the command that reads them (`# dreamer-gym CMD --config ...`)."""
+    from dreamer_gym.cli import parse_args
+
+    words = path.read_text().splitlines()[0].split()
+    assert words[:2] == ["#", "dreamer-gym"] and words[3:5] == ["--config", f"baselines/configs/{path.name}"]
+    args = parse_args([words[2], "--config", str(path)])
+    assert args.command == words[2]

@@ -41,10 +41,10 @@ def test_prompts_page_quotes_every_prompt_file_verbatim() -> None:
 
 
 def test_llm_page_quotes_the_recorded_llm_study() -> None:
-    """The tables in docs/llm.md are what baselines.llm_study computes from its recorded run."""
+    """The tables in docs/llm.md are what dreamer_gym.studies.llm_study computes from its recorded run."""
     import json
 
-    from baselines.llm_study import tables
+    from dreamer_gym.studies.llm_study import tables
 
     root = Path(__file__).parent.parent / "docs"
     summary = json.loads((root / "llm_study_summary.json").read_text())
@@ -58,7 +58,7 @@ def test_llm_page_quotes_the_recorded_llm_study() -> None:
 @pytest.mark.parametrize("suite", ["alfworldgen", "miniwob"])
 def test_held_out_validity_pages_are_the_studys_own_output(suite: str) -> None:
     """docs/validity-<suite>.md is what `dreamer-gym validity --env ...` wrote from the shipped summary."""
-    from baselines.validity import ValidityConfig, to_markdown
+    from dreamer_gym.studies.validity import ValidityConfig, to_markdown
 
     root = Path(__file__).resolve().parents[1] / "docs" / "validity"
     summary = json.loads((root / f"{suite}_summary.json").read_text())

@@ -1,24 +1,199 @@
-"""The evaluator: cached, parallel, and robust to a worker (and its JVM) dying mid-evaluation."""
+"""The evaluator: cached, played by an executor (in-process or worker processes), and robust to a worker
+(and its JVM) dying mid-evaluation. The executor protocol's tests run on a pure-Python suite registered
+here at run time; the rest play real ScienceWorld."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import threading
 import time
+from pathlib import Path
 
+import gymnasium as gym
 import pytest
 
-from dreamer_gym.agents import AgentConfig
-from dreamer_gym.evaluation import EvalEpisode, Evaluator, worker_pids
+import dreamer_gym  # noqa: F401 - registers the ids
+from dreamer_gym.agents import AgentConfig, EpisodeResult
+from dreamer_gym.envs.config import ConsolidationConfig
+from dreamer_gym.errors import ConfigError, LLMError, SuiteError
+from dreamer_gym.evaluation import (
+    EvalEpisode,
+    EvalTask,
+    Evaluator,
+    InProcessExecutor,
+    LocalProcessExecutor,
+    check_executor,
+    make_executor,
+)
+from dreamer_gym.memory import MemoryBank, MemoryEntry
 from dreamer_gym.store import Store
+from dreamer_gym.suites import StepOutcome, SuiteSpec, register_suite
 from dreamer_gym.suites.base import EpisodeTask
 
 from helpers import child_jvms, descendants, is_scienceworld_jvm, pid_alive, wait_gone
 
-pytestmark = pytest.mark.jvm
+jvm = pytest.mark.jvm
 PER_FAMILY = 2  # dev variations per family: 12 episodes in all
 
 
+# --- the executor protocol, on a pure-Python suite ---------------------------------------------------------------
+CRASH, LLM_DOWN, KILLS_WORKER = 150, 151, 152  # dev variations that fail in the ways evaluation must survive
+
+
+class EchoSuite:
+    """Say the task's word. Some variations crash the simulator, fail like an LLM backend, or kill the process
+    playing them (always, or once when ``die_once`` names a file that does not exist yet)."""
+
+    name = "echo-eval"
+    families = ("say",)
+
+    def __init__(self, die_once: str | None = None) -> None:
+        self.die_once = die_once
+        self._task: EpisodeTask | None = None
+        self._steps = 0
+
+    def variations(self, family: str, split: str) -> tuple[int, ...]:
+        start = {"train": 0, "dev": 100, "test": 200}[split]
+        return tuple(range(start, start + 60))
+
+    def start(self, task: EpisodeTask) -> str:
+        if task.variation == CRASH:
+            raise RuntimeError("the simulator crashed")
+        if task.variation == LLM_DOWN:
+            raise LLMError("the LLM server is unreachable")
+        if task.variation == KILLS_WORKER or (self.die_once and not os.path.exists(self.die_once)):
+            if self.die_once:
+                Path(self.die_once).touch()
+            os._exit(3)
+        self._task, self._steps = task, 0
+        return "You are here."
+
+    def task_description(self) -> str:
+        return f"Your task is to: say w{self._task.variation}."  # type: ignore[union-attr]
+
+    def step(self, action: str) -> StepOutcome:
+        self._steps += 1
+        won = self._task is not None and action == f"say w{self._task.variation}"
+        return StepOutcome("Well said." if won else "Nothing happens.", 100.0 if won else 0.0, won or self._steps >= 3)
+
+    def close(self) -> None:
+        self._task = None
+
+
+ECHO = SuiteSpec(name="echo-eval", adapter=EchoSuite, families=("say",), agent_max_steps=4)
+ECHO_AGENT = AgentConfig(max_steps=4)
+ECHO_BANK = MemoryBank([MemoryEntry("procedure", "To say <word>: say <word>.", "say"),
+                        MemoryEntry("fact", "The room is quiet.", "say"), MemoryEntry("fact", "Words echo here.", "say")])
+
+
+@pytest.fixture(scope="module")
+def echo_tasks() -> list[EvalTask]:
+    """Registered here, not at import: a worker process knows the suite only from the spec it receives."""
+    register_suite(ECHO)
+    entries = tuple(ECHO_BANK.entries)
+    return [EvalTask(f"k{i}", EpisodeTask("say", v), entries if v != 103 else (), seed=0)
+            for i, v in enumerate((100, CRASH, 101, LLM_DOWN, 102, 103))]
+
+
+@pytest.fixture(scope="module")
+def echo_reference(echo_tasks) -> list[EpisodeResult]:
+    ex = InProcessExecutor(ECHO, {}, ECHO_AGENT)
+    try:
+        return check_executor(ex, echo_tasks)
+    finally:
+        ex.close()
+
+
+@pytest.mark.parametrize("name, workers", [("inprocess", 0), ("process", 2)])
+def test_executor_keeps_the_protocol(name, workers, echo_tasks, echo_reference):
+    """Both executors: one result per task in order, on_result once each, failures recorded not raised,
+    and the same results (the process pool's workers know the suite only from its spec)."""
+    ex = make_executor(name, ECHO, {}, ECHO_AGENT, workers=workers)
+    try:
+        results = check_executor(ex, echo_tasks, echo_reference)
+        assert len(ex.worker_pids()) == workers
+        pids = ex.worker_pids()
+    finally:
+        ex.close()
+    assert [r.score for r in results] == [100.0, 0.0, 100.0, 0.0, 100.0, 0.0]
+    assert [r.error is None for r in results] == [True, False, True, False, True, True]  # 103: no memory, a lost game
+    assert results[1].error == "RuntimeError: the simulator crashed"  # retried once, then recorded
+    assert results[3].error == "LLMError: the LLM server is unreachable"
+    assert ex.worker_pids() == [] and wait_gone(set(pids), 10) == set()
+
+
+def test_a_dead_worker_s_task_is_rerun_on_a_fresh_worker(tmp_path, echo_tasks, echo_reference):
+    ex = LocalProcessExecutor(ECHO, {"die_once": str(tmp_path / "died")}, ECHO_AGENT, workers=1)
+    try:
+        assert check_executor(ex, echo_tasks, echo_reference) == echo_reference
+        assert ex.restarts == 1 and (tmp_path / "died").exists()
+    finally:
+        ex.close()
+
+
+def test_a_task_that_kills_every_worker_fails_after_max_restarts(echo_tasks):
+    ex = LocalProcessExecutor(ECHO, {}, ECHO_AGENT, workers=1, max_restarts=1)
+    try:
+        with pytest.raises(SuiteError, match="died 2 times in one call"):
+            ex.run([dataclasses.replace(echo_tasks[0], task=EpisodeTask("say", KILLS_WORKER))])
+        assert ex.restarts == 2
+        assert ex.run(echo_tasks[:1])[0].score == 100.0  # usable again, on a fresh worker
+    finally:
+        ex.close()
+    assert ex.worker_pids() == []
+
+
+def test_a_spec_that_cannot_reach_a_worker_fails_at_once():
+    with pytest.raises(ConfigError, match="pickling them raised"):
+        LocalProcessExecutor(dataclasses.replace(ECHO, adapter=lambda: EchoSuite()), workers=1)
+
+
+class CountingExecutor(InProcessExecutor):
+    """A real executor that records what it was asked to play."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.calls: list[list[str]] = []
+
+    def run(self, tasks, on_result=None):
+        self.calls.append([t.key for t in tasks])
+        return super().run(tasks, on_result)
+
+
+def test_evaluator_plays_misses_on_the_executor_it_is_given(echo_tasks, echo_reference):
+    executor = CountingExecutor(ECHO, {}, ECHO_AGENT)
+    ev = Evaluator("echo-eval", ECHO_AGENT, Store(), executor=executor)
+    episodes = [EvalEpisode(t.task, f"Your task is to: say w{t.task.variation}.") for t in echo_tasks[:4]]
+    try:
+        first = ev.evaluate(ECHO_BANK, episodes)
+        assert first == echo_reference[:4]
+        assert ev.evaluate(ECHO_BANK, episodes) == first
+        assert len(executor.calls) == 2 and len(executor.calls[0]) == 4
+        # results with an error are never cached: only the crashed and the LLM-failed episodes play again
+        assert len(executor.calls[1]) == 2 and set(executor.calls[1]) <= set(executor.calls[0])
+        assert ev.stats.failures == 4 and ev.stats.hits == 2 and ev.stats.misses == 6
+    finally:
+        ev.close()
+
+
+def test_executor_is_chosen_by_config(echo_tasks):
+    assert isinstance(Evaluator("echo-eval", ECHO_AGENT, Store()).executor, InProcessExecutor)
+    ev = Evaluator("echo-eval", ECHO_AGENT, Store(), workers=2)
+    assert isinstance(ev.executor, LocalProcessExecutor) and ev.worker_pids() == []  # started on first use
+    ev.close()
+    with pytest.raises(ConfigError, match="workers=0, or executor='process'"):
+        Evaluator("echo-eval", ECHO_AGENT, Store(), workers=1, executor="inprocess")
+    with pytest.raises(ConfigError, match=r"one of \('auto', 'inprocess', 'process'\), got 'ray'"):
+        ConsolidationConfig(executor="ray")
+    env = gym.make("MemoryConsolidation-ScienceWorld-v0", workers=1, executor="process")
+    try:
+        assert isinstance(env.unwrapped.evaluator.executor, LocalProcessExecutor)
+    finally:
+        env.close()
+
+
+# --- real ScienceWorld -----------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def episodes(pool) -> list[EvalEpisode]:
     out = []
@@ -43,6 +218,7 @@ def local(bank, episodes):
     ev.close()
 
 
+@jvm
 def test_results_are_complete_and_clipped(local, episodes):
     ev, results = local
     assert [r.task for r in results] == [e.task for e in episodes]
@@ -52,6 +228,7 @@ def test_results_are_complete_and_clipped(local, episodes):
     assert any(r.score > 0 for r in results)  # the memory-following agent gets somewhere with the bank
 
 
+@jvm
 def test_second_evaluation_is_served_from_the_cache(local, bank, episodes):
     ev, first = local
     hits, misses = ev.stats.hits, ev.stats.misses
@@ -60,6 +237,7 @@ def test_second_evaluation_is_served_from_the_cache(local, bank, episodes):
     assert ev.stats.hits == hits + len(episodes) and ev.stats.misses == misses
 
 
+@jvm
 def test_cache_is_shared_through_the_store_and_plays_nothing(local, bank, episodes):
     """A new evaluator on the same store answers from the cache without starting any simulator."""
     ev, first = local
@@ -73,6 +251,7 @@ def test_cache_is_shared_through_the_store_and_plays_nothing(local, bank, episod
         fresh.close()
 
 
+@jvm
 def test_cache_key_changes_with_what_matters(local, bank, episodes):
     ev, _ = local
     ep = episodes[0]
@@ -85,6 +264,7 @@ def test_cache_key_changes_with_what_matters(local, bank, episodes):
     assert other.episode_key(ep, retrieved) != key
 
 
+@jvm
 @pytest.mark.timeout(300)  # a pool that never recovers must fail, not hang
 def test_worker_killed_mid_evaluation_is_replaced(local, bank, episodes):
     _, reference = local
@@ -94,7 +274,7 @@ def test_worker_killed_mid_evaluation_is_replaced(local, bank, episodes):
     all_jvms: set[int] = set()
     try:
         ev.warm_up()
-        workers = worker_pids(ev)
+        workers = ev.worker_pids()
         assert len(workers) == 2
         all_jvms |= child_jvms()
         # warm_up asks every worker to start its JVM, but a fast worker may take every warm-up call
@@ -114,7 +294,7 @@ def test_worker_killed_mid_evaluation_is_replaced(local, bank, episodes):
         deadline = time.monotonic() + 120
         while not ev.store.get_cached(keys) and thread.is_alive() and time.monotonic() < deadline:
             time.sleep(0.01)
-        jvms_of = {w: {p for p in descendants(w) if is_scienceworld_jvm(p)} for w in worker_pids(ev)}
+        jvms_of = {w: {p for p in descendants(w) if is_scienceworld_jvm(p)} for w in ev.worker_pids()}
         victim = max(jvms_of, key=lambda w: len(jvms_of[w]))  # a worker that is playing, JVM and all
         killed_jvms = jvms_of[victim]
         assert killed_jvms
@@ -138,30 +318,28 @@ def test_worker_killed_mid_evaluation_is_replaced(local, bank, episodes):
     all_jvms -= before
     assert all_jvms - first_pool  # the replacement pool started JVMs of its own
     assert wait_gone(all_jvms, 20) == set()
-    assert worker_pids(ev) == []
+    assert ev.worker_pids() == []
     assert child_jvms() == before
 
 
+@jvm
 @pytest.mark.timeout(300)
 def test_worker_that_died_while_idle_is_replaced(local, bank, episodes):
     """A worker that dies between evaluations (OOM killer, say) is replaced on the next evaluate(); it used to
-    surface as BrokenProcessPool from submit()."""
+    surface as BrokenProcessPool from submit(); now the send to it fails or its sentinel fires."""
     _, reference = local
     before = child_jvms()
     ev = Evaluator(workers=1)
     try:
         ev.warm_up()
-        [victim] = worker_pids(ev)
+        [victim] = ev.worker_pids()
         jvms = {p for p in descendants(victim) if is_scienceworld_jvm(p)}
         assert jvms  # warm_up started its JVM
         os.kill(victim, signal.SIGKILL)
         assert wait_gone({victim}, 10) == set() and wait_gone(jvms, 20) == set()
-        deadline = time.monotonic() + 10
-        while not getattr(ev._executor, "_broken", False) and time.monotonic() < deadline:
-            time.sleep(0.02)  # let the pool notice, as it would between two real evaluations
         assert ev.evaluate(bank, episodes[:2]) == reference[:2]
         assert ev.stats.worker_restarts >= 1
-        assert worker_pids(ev) and victim not in worker_pids(ev)
+        assert ev.worker_pids() and victim not in ev.worker_pids()
     finally:
         ev.close()
     assert wait_gone(child_jvms() - before, 20) == set()
@@ -181,17 +359,17 @@ expected = [r.score for r in reference.evaluate(pool.banks[0], eps)]
 reference.close()
 ev = Evaluator(workers=0)
 ev.warm_up()
-ev._suite._proc.kill()  # the simulator dies between episodes
-ev._suite._proc.wait(timeout=10)
+ev.executor.suite._proc.kill()  # the simulator dies between episodes
+ev.executor.suite._proc.wait(timeout=10)
 results = ev.evaluate(pool.banks[0], eps)
-alive = ev._suite._proc.poll() is None
+alive = ev.executor.suite._proc.poll() is None
 ev.close()
 print(json.dumps({"expected": expected, "scores": [r.score for r in results],
                   "errors": [r.error for r in results], "alive": alive}))
 """
 
 
-@pytest.mark.jvm
+@jvm
 @pytest.mark.timeout(300)
 def test_a_simulator_crash_is_retried_on_a_fresh_jvm():
     """Kill the in-process JVM behind the evaluator's back: the episode is retried on a fresh JVM and the

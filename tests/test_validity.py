@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from baselines.validity import ValidityConfig, run
+from dreamer_gym.studies.validity import ValidityConfig, run
 
 
 @pytest.mark.jvm

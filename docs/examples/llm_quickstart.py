@@ -8,8 +8,8 @@ Run: python docs/examples/llm_quickstart.py   (a test runs this file)
 import gymnasium as gym
 
 import dreamer_gym  # noqa: F401  (registers the ids)
-from baselines import run_episode
-from baselines.prompted import PromptedConsolidator
+from dreamer_gym.consolidators import run_episode
+from dreamer_gym.consolidators.prompted import PromptedConsolidator
 from dreamer_gym.llm import LLMConfig, SamplingConfig, make_backend
 
 if __name__ == "__main__":  # vLLM backends start worker processes: keep scripts importable

@@ -76,6 +76,20 @@ class EpisodeResult:
         )
 
 
+def play_steps(suite: TaskSuite, task: EpisodeTask, steps: Sequence[str], max_steps: int) -> EpisodeResult:
+    """Send ``steps`` to the started ``suite`` in order until the episode ends or ``max_steps`` are spent;
+    the score is clipped to [0, 100] (a reader that plans its whole episode up front ends with this)."""
+    actions: list[str] = []
+    score, done = 0.0, False
+    for action in steps:
+        if done or len(actions) >= max_steps:
+            break
+        outcome = suite.step(action)
+        actions.append(action)
+        score, done = outcome.score, outcome.done
+    return EpisodeResult(task, min(max(score, 0.0), 100.0), score, len(actions), score >= 100.0, tuple(actions))
+
+
 class DownstreamAgent(Protocol):
     """Plays one episode given the entries retrieved for it. Must be deterministic given its inputs
     (the evaluation cache relies on it)."""

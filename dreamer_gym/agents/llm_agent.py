@@ -17,12 +17,10 @@ from dreamer_gym.memory import MemoryEntry
 from dreamer_gym.memory.hashing import content_hash
 from dreamer_gym.prompts import load_prompt
 from dreamer_gym.suites.base import EpisodeTask, TaskSuite
+from dreamer_gym.suites.registry import get_suite_spec
 
 _REJECTED = ("No known action matches", "Unknown action", "Nothing happens")  # ScienceWorld, ALFWorld
 _AMBIGUOUS = "Ambiguous request"
-# which system prompt (command words) each suite speaks
-_LANGUAGES = {"scienceworld": "scienceworld", "alfworld": "alfworld", "alfworld-gen": "alfworld",
-              "miniwob": "web", "webarena": "web"}
 _ACTION = re.compile(r"action\s*[:=]\s*(.+)", re.IGNORECASE)
 _OBSERVATION_CHARS = 900  # long room descriptions are cut: a 135M model's context is small
 _QUOTED = re.compile(r'("(?:[^"\\]|\\.)*")')  # a double-quoted segment, backslash escapes inside
@@ -79,7 +77,8 @@ class LLMAgent:
             raise ValueError(f"LLMAgent needs AgentConfig(name='llm'), got name={self.config.name!r}")
         self._backend = backend
         self._retriever = TaskRetriever(self.config.top_k)
-        # one system prompt per simulator language (its command words); the step prompt is shared
+        # the shipped system prompts (one per simulator language: its command words) are part of the cache
+        # key; which one an episode uses is its suite's spec (`agent_prompt`). The step prompt is shared.
         self.system_prompts = {"scienceworld": load_prompt("agent_system"), "alfworld": load_prompt("agent_system_alfworld"),
                                "web": load_prompt("agent_system_web")}
         self.system_prompt = self.system_prompts["scienceworld"]
@@ -100,25 +99,25 @@ class LLMAgent:
         return self._retriever(description, entries, index_key)
 
     def prompt(self, description: str, entries: Sequence[MemoryEntry], history: Sequence[tuple[str, str]],
-               observation: str, language: str = "scienceworld") -> list[dict[str, str]]:
+               observation: str, system_prompt: str | None = None) -> list[dict[str, str]]:
         recent = history[-self.config.history:] if self.config.history else []
         lines = "\n".join(f"> {a}\n{o[:200]}" for a, o in recent) or "(none yet)"
         user = self.step_prompt.format(task=description, memory=render_memory(entries), history=lines,
                                        observation=observation[:_OBSERVATION_CHARS])
-        return [{"role": "system", "content": self.system_prompts[language]}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": system_prompt or self.system_prompt}, {"role": "user", "content": user}]
 
     def play(self, suite: TaskSuite, task: EpisodeTask, entries: Sequence[MemoryEntry], seed: int = 0) -> EpisodeResult:
         """Play one episode. LLM errors propagate (the evaluator records them as a failed episode)."""
         observation = suite.start(task)
         description = suite.task_description()
-        language = _LANGUAGES.get(suite.name, "scienceworld")
-        idle = {"alfworld": "look", "web": 'press "Tab"'}.get(language, "look around")
+        spec = get_suite_spec(suite.name)
+        system, idle = spec.system_prompt(), spec.idle_action
         history: list[tuple[str, str]] = []
         actions: list[str] = []
         score, done = 0.0, False
         sampling = SamplingConfig(**{**self.sampling.to_dict(), "seed": seed})
         while not done and len(actions) < self.config.max_steps:
-            reply = self.backend.generate([self.prompt(description, entries, history, observation, language)], sampling)[0][0]
+            reply = self.backend.generate([self.prompt(description, entries, history, observation, system)], sampling)[0][0]
             action = parse_action(reply.text) or idle
             outcome = suite.step(action)
             if outcome.observation.startswith(_REJECTED):

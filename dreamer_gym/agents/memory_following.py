@@ -16,6 +16,7 @@ from dreamer_gym.agents.slots import SlotContext, resolve_slot
 from dreamer_gym.agents.world import ROOMS, WorldModel, objects_in
 from dreamer_gym.memory import MemoryEntry
 from dreamer_gym.suites.base import EpisodeTask, StepOutcome, TaskSuite
+from dreamer_gym.suites.registry import get_suite_spec
 
 _AMBIGUOUS = "Ambiguous request"
 
@@ -77,11 +78,15 @@ class _Episode:
 
 
 class MemoryFollowingAgent:
-    """See the module docstring. Deterministic: the same inputs always give the same episode."""
+    """See the module docstring. Deterministic: the same inputs always give the same episode.
+
+    Retrieval is shared; playing is the suite's own reader of its commands, named by its
+    :class:`~dreamer_gym.suites.spec.SuiteSpec` (``follower``), so this class never branches on a suite."""
 
     def __init__(self, config: AgentConfig | None = None) -> None:
         self.config = config or AgentConfig()
         self._retriever = TaskRetriever(self.config.top_k)
+        self._followers: dict[str, object] = {}
 
     @property
     def cache_key(self) -> str:
@@ -92,17 +97,22 @@ class MemoryFollowingAgent:
         """Top entries for the task (see :class:`TaskRetriever`)."""
         return self._retriever(description, entries, index_key)
 
-    # --- playing ------------------------------------------------------------------------------------
     def play(self, suite: TaskSuite, task: EpisodeTask, entries: Sequence[MemoryEntry], seed: int = 0) -> EpisodeResult:
         """Play one episode with ``entries`` (already retrieved, best first) in context."""
-        if suite.name in ("alfworld", "alfworld-gen"):
-            from dreamer_gym.agents.alfworld_following import ALFWorldFollowing
+        follower = self._followers.get(suite.name)
+        if follower is None:
+            follower = self._followers[suite.name] = get_suite_spec(suite.name).follower_class()(self.config)
+        return follower.play(suite, task, entries)  # type: ignore[attr-defined]
 
-            return ALFWorldFollowing(self.config).play(suite, task, entries)
-        if suite.name == "miniwob":
-            from dreamer_gym.agents.miniwob_following import MiniWoBFollowing
 
-            return MiniWoBFollowing(self.config).play(suite, task, entries)
+class ScienceWorldFollowing:
+    """The memory-following reader of ScienceWorld's commands (navigation built in, slots filled from the
+    task text, observations and facts, pitfalls skipped)."""
+
+    def __init__(self, config: AgentConfig) -> None:
+        self.config = config
+
+    def play(self, suite: TaskSuite, task: EpisodeTask, entries: Sequence[MemoryEntry]) -> EpisodeResult:
         ep = _Episode(suite, task, self.config)
         procedures = [e for e in entries if e.kind == "procedure"]
         facts = [e.text for e in entries if e.kind in ("fact", "insight")]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from dreamer_gym.agents.base import AgentConfig, EpisodeResult
+from dreamer_gym.agents.base import AgentConfig, EpisodeResult, play_steps
 from dreamer_gym.memory import MemoryEntry
 from dreamer_gym.suites.base import EpisodeTask, TaskSuite
 
@@ -131,12 +131,4 @@ class MiniWoBFollowing:
         suite.start(task)
         goal = suite.task_description()
         innate = [f'click "{v}"' for v in _QUOTED.findall(goal)[:1]]
-        actions: list[str] = []
-        score, done = 0.0, False
-        for action in [*self.plan(goal, entries), *innate]:
-            if done or len(actions) >= self.config.max_steps:
-                break
-            outcome = suite.step(action)
-            actions.append(action)
-            score, done = outcome.score, outcome.done
-        return EpisodeResult(task, min(max(score, 0.0), 100.0), score, len(actions), score >= 100.0, tuple(actions))
+        return play_steps(suite, task, [*self.plan(goal, entries), *innate], self.config.max_steps)

@@ -6,12 +6,12 @@ from dataclasses import dataclass, field
 from dreamer_gym.agents.base import AgentConfig
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.llm.config import LLMConfig
+from dreamer_gym.suites.registry import get_suite_spec
+from dreamer_gym.suites.scienceworld import FAMILIES as SCIENCEWORLD_FAMILIES
 
 REWARD_AGENTS = {"memory": "memory-following", "llm": "llm"}  # env config name -> agent name
 
-DEFAULT_FAMILIES: tuple[str, ...] = (
-    "chemistry-mix", "find-living-thing", "find-non-living-thing", "grow-plant", "power-component", "use-thermometer",
-)
+DEFAULT_FAMILIES: tuple[str, ...] = SCIENCEWORLD_FAMILIES  # the default pool's (kept for older imports)
 
 
 @dataclass(frozen=True)
@@ -32,12 +32,28 @@ class ConsolidationConfig:
         "help": "downstream agent: memory (deterministic, CPU) or llm (ReAct prompt on `llm`)"})
     llm: LLMConfig | None = field(default=None, metadata={
         "help": "reward_agent='llm': backend and model, an LLMConfig or a dict (None = SmolLM2-135M, transformers)"})
-    agent_top_k: int = 6
-    agent_max_steps: int = 80
+    agent_top_k: int | None = field(default=None, metadata={
+        "help": "entries retrieved into the downstream agent's context (None = the suite's default)"})
+    agent_max_steps: int | None = field(default=None, metadata={
+        "help": "downstream agent steps per episode (None = the suite's default)"})
     workers: int = field(default=0, metadata={"help": "evaluation worker processes (0 = in-process)"})
+    executor: str = field(default="auto", metadata={
+        "help": "where evaluation episodes play: auto (in-process for workers=0, else process), inprocess, process"})
     store_path: str = field(default=":memory:", metadata={"help": "SQLite store for banks and the eval cache"})
 
     def __post_init__(self) -> None:
+        from dreamer_gym.evaluation.executors import resolve_executor
+
+        spec = get_suite_spec(self.suite)  # an unknown suite fails here, listing the known ones
+        resolve_executor(self.executor, self.workers)  # an unknown name fails here, listing the valid ones
+        if self.agent_top_k is None:
+            object.__setattr__(self, "agent_top_k", spec.agent_top_k)
+        if self.agent_max_steps is None:
+            object.__setattr__(self, "agent_max_steps", spec.agent_max_steps)
+        for name in ("agent_top_k", "agent_max_steps"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ConfigError(f"Expected `{name}` to be a positive int or None (the suite's default), "
+                                  f"got {getattr(self, name)!r}")
         if self.split not in ("dev", "test"):
             raise ConfigError(f"Expected `split` to be 'dev' or 'test', got {self.split!r}; TRAIN is for acquisition")
         for name in ("eval_in_family", "max_tool_calls", "max_emitted", "max_entry_tokens", "max_region_entries"):
@@ -56,5 +72,5 @@ class ConsolidationConfig:
 
     def agent_config(self) -> AgentConfig:
         """The downstream agent this config asks for."""
-        return AgentConfig(name=REWARD_AGENTS[self.reward_agent], top_k=self.agent_top_k,
-                           max_steps=self.agent_max_steps, llm=self.llm)
+        return AgentConfig(name=REWARD_AGENTS[self.reward_agent], top_k=int(self.agent_top_k),  # type: ignore[arg-type]
+                           max_steps=int(self.agent_max_steps), llm=self.llm)  # type: ignore[arg-type]

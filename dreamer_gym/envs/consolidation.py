@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -12,57 +13,77 @@ from gymnasium import spaces
 
 from dreamer_gym.agents import EpisodeResult
 from dreamer_gym.envs.config import ConsolidationConfig
-from dreamer_gym.envs.spaces import sanitize, text_space
+from dreamer_gym.envs.observation import RegionView, entry_dict
+from dreamer_gym.envs.reward import RewardBreakdown, reward_from_results
+from dreamer_gym.envs.spaces import ToolCallSpace, sanitize, text_space
 from dreamer_gym.envs.tools import TOOLS, ToolError, Workspace, parse_action
-from dreamer_gym.errors import FrozenParameterError
+from dreamer_gym.errors import ConfigError, FrozenParameterError
 from dreamer_gym.evaluation import EvalEpisode, Evaluator
-from dreamer_gym.memory import count_tokens, select_by_family
+from dreamer_gym.memory import MemoryBank, count_tokens, select_by_family
 from dreamer_gym.pool import BankPool, load_or_build_pool
 from dreamer_gym.store import Store
-from dreamer_gym.suites.availability import check_available
 from dreamer_gym.suites.base import EpisodeTask
+from dreamer_gym.suites.registry import check_available
 
 REGION_CHARS = 32_768
 RESULT_CHARS = 8_192
 ACTION_CHARS = 16_384
+RESET_OPTIONS: tuple[str, ...] = ("bank", "family")
 
 
-def _mean(results: list[EpisodeResult]) -> float:
-    return float(np.mean([r.score for r in results])) if results else 0.0
+def _success(results: list[EpisodeResult]) -> float:
+    return float(np.mean([r.success for r in results])) if results else 0.0
 
 
 class ConsolidationEnv(gym.Env[dict[str, Any], str]):
-    """One episode = one consolidation of one region; see the module docstring."""
+    """One episode = one consolidation of one region; the contract is docs/env.md.
+
+    Example:
+        >>> env = gym.make("MemoryConsolidation-ScienceWorld-v0")
+        >>> obs, info = env.reset(seed=0, options={"family": "grow-plant"})
+        >>> obs, reward, terminated, truncated, info = env.step('{"tool": "commit"}')
+
+    Change log (within ``-v0``; rewards and pool hashes unchanged): reset options are checked
+    (``ConfigError``); a region listing over ``region_chars`` hides entries from its end instead of cutting
+    the new region; ``info["region"]`` items carry ``tags``; ``action_space.sample()`` draws JSON tool calls.
+    """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
-    def __init__(self, render_mode: str | None = None, frozen: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    def __init__(self, render_mode: str | None = None, frozen: dict[str, Any] | None = None,
+                 region_chars: int = REGION_CHARS, **kwargs: Any) -> None:
         """``frozen`` comes from registration: the values that define the registered id. gym.make merges
-        user kwargs over the spec's, so an override shows up here as a value that differs from it."""
+        user kwargs over the spec's, so an override shows up here as a value that differs from it.
+        ``region_chars`` caps the observation's ``region`` text (it changes no reward)."""
         if render_mode not in (None, "ansi"):
             raise ValueError(f"Expected `render_mode` to be None or 'ansi', got {render_mode!r}")
         for name, value in (frozen or {}).items():
             if kwargs.get(name, value) != value:
                 raise FrozenParameterError(
                     f"`{name}` is frozen at {value!r} for this env id (got {kwargs[name]!r}); it defines what "
-                    "the reward measures. Use a leaderboard track for other splits, or ConsolidationEnv(...) "
-                    "directly for experiments."
+                    "the reward measures. For experiments construct dreamer_gym.envs.consolidation."
+                    "ConsolidationEnv(...) directly; to share a setting, register a new id with gym.register."
                 )
+        if isinstance(region_chars, bool) or not isinstance(region_chars, int) or region_chars < 1_000:
+            raise ConfigError(f"Expected `region_chars` to be an int >= 1000, got {region_chars!r}")
         self.render_mode = render_mode
+        self.region_chars = region_chars
         self.config = ConsolidationConfig(**kwargs)
         check_available(self.config.suite)  # official data or servers missing: fail now, naming the fix
         self.observation_space = spaces.Dict(
             {
-                "region": text_space(REGION_CHARS),
+                "region": text_space(region_chars),
                 "result": text_space(RESULT_CHARS),
                 "budget": spaces.Box(0, self._budget_high(), shape=(4,), dtype=np.int64),
             }
         )
-        self.action_space = text_space(ACTION_CHARS)
+        self.action_space = ToolCallSpace(ACTION_CHARS)
         self._pool: BankPool | None = None
         self._store: Store | None = None
         self._evaluator: Evaluator | None = None
         self._ws: Workspace | None = None
+        self._view = RegionView("", [], region_chars)
+        self._region_dicts: list[dict[str, Any]] = []
         self._episodes: list[EvalEpisode] = []
         self._calls_left = 0
         self._last_result = ""
@@ -92,27 +113,24 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         if self._evaluator is None:
             cfg = self.config
             self._evaluator = Evaluator(
-                cfg.suite, cfg.agent_config(), self.store, cfg.workers
+                cfg.suite, cfg.agent_config(), self.store, cfg.workers, executor=cfg.executor
             )
         return self._evaluator
 
     # --- gym API -------------------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """``options``: ``{"bank": i, "family": name}``, both optional; bad ones raise ``ConfigError``."""
         super().reset(seed=seed)
-        options = options or {}
         pool, rng = self.pool, self.np_random
-        bank_index = int(options.get("bank", rng.integers(len(pool.banks))))
+        bank_index, family = self._choose_region(options, rng)
         bank = pool.banks[bank_index]
-        families = sorted({e.family for e in bank})
-        family = options.get("family") or families[int(rng.integers(len(families)))]
-        if family not in families:
-            raise ValueError(f"Expected `options['family']` to be one of {families}, got {family!r}")
         region = select_by_family(bank, family, self.config.max_region_entries)
         if not self.store.has_bank(bank.hash):  # first use of this bank: store it with its evidence
             self.store.put_trajectories(pool.trajectories.values())
             self.store.put_bank(bank, meta={"pool": pool.hash, "index": bank_index})
         self._ws = Workspace(bank, region, pool.trajectories, family, self.config.max_emitted, self.config.max_entry_tokens)
-        self._render_region()
+        self._view = RegionView(region.name, list(self._ws.entries.values()), self.region_chars)
+        self._region_dicts = [entry_dict(e) for e in self._ws.entries.values()]
         self._episodes = self._draw_episodes(family, rng)
         self._calls_left = self.config.max_tool_calls
         self._last_result = "Region loaded. Inspect it, emit a compact replacement set, then commit."
@@ -120,6 +138,29 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         self._invalid = 0
         self._done = False
         return self._obs(), self._info()
+
+    def _choose_region(self, options: Mapping[str, Any] | None, rng: np.random.Generator) -> tuple[int, str]:
+        """The bank index and family: from ``options`` where given (checked), else drawn from ``rng``."""
+        options = {} if options is None else options
+        if not isinstance(options, Mapping):
+            raise ConfigError(f"Expected `options` to be a dict with keys {list(RESET_OPTIONS)} or None, "
+                              f"got {type(options).__name__}")
+        unknown = sorted(map(str, set(options) - set(RESET_OPTIONS)))
+        if unknown:
+            raise ConfigError(f"Unknown reset option(s) {unknown}; the options are {list(RESET_OPTIONS)}")
+        n_banks = len(self.pool.banks)
+        drawn = int(rng.integers(n_banks))  # drawn even when given, so the later draws do not move
+        index = drawn if options.get("bank") is None else options["bank"]
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < n_banks:
+            raise ConfigError(f"Expected `options['bank']` to be an int in [0, {n_banks - 1}] (the pool holds "
+                              f"{n_banks} banks), got {index!r}")
+        families = sorted({e.family for e in self.pool.banks[int(index)]})
+        family = options.get("family")
+        if family is None:
+            family = families[int(rng.integers(len(families)))]
+        elif family not in families:
+            raise ConfigError(f"Expected `options['family']` to be one of {families}, got {family!r}")
+        return int(index), family
 
     def _draw_episodes(self, family: str, rng: np.random.Generator) -> list[EvalEpisode]:
         split, pool, cfg = self.config.split, self.pool, self.config
@@ -155,36 +196,50 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         if not terminated and self._calls_left <= 0:
             truncated = True
         if terminated or truncated:
-            commit_info = self._commit()
-            reward += commit_info["reward_components"]["score_delta"] + commit_info["reward_components"]["size"]
+            commit_info, breakdown = self._commit()
+            reward += breakdown.total
             self._done = True
         info = self._info()
         info.update(commit_info)
         return self._obs(), float(reward), terminated, truncated, info
 
-    def _commit(self) -> dict[str, Any]:
+    def _commit(self) -> tuple[dict[str, Any], RewardBreakdown]:
+        """Store the new bank, evaluate both banks, score the difference; the commit info and the reward."""
         ws = self._ws
         assert ws is not None  # noqa: S101 - internal invariant, checked by step()
-        new_bank = ws.bank.replace(ws.region.entry_ids, ws.emitted)
-        self.store.put_bank(new_bank, parent=ws.bank.hash, meta={"region": ws.region.name})
-        before = self.evaluator.evaluate(ws.bank, self._episodes)
-        after = before if new_bank == ws.bank else self.evaluator.evaluate(new_bank, self._episodes)
-        tokens_before = sum(count_tokens(ws.bank.get(i).text) for i in ws.region.entry_ids)  # type: ignore[union-attr]
+        new_bank = self._store_new_bank(ws)
+        before, after = self._evaluate(ws.bank, new_bank)
+        tokens_before = sum(count_tokens(e.text) for e in ws.entries.values())
         tokens_after = sum(count_tokens(e.text) for e in ws.emitted)
-        score_before, score_after = _mean(before), _mean(after)
-        size = -self.config.size_coef * (tokens_after - tokens_before) / max(tokens_before, 1)
+        breakdown = reward_from_results(before, after, tokens_before, tokens_after, self.config.size_coef)
         self._last_result = (
-            f"Committed {len(ws.emitted)} entries. Score {score_before:.1f} -> {score_after:.1f}; "
+            f"Committed {len(ws.emitted)} entries. Score {breakdown.score_before:.1f} -> {breakdown.score_after:.1f}; "
             f"region tokens {tokens_before} -> {tokens_after}."
         )
+        return self._commit_info(ws, new_bank, before, after, breakdown, (tokens_before, tokens_after)), breakdown
+
+    def _store_new_bank(self, ws: Workspace) -> MemoryBank:
+        """Bank v1 = v0 without the region, plus the new region; stored as a new version (parent: v0)."""
+        new_bank = ws.bank.replace(ws.region.entry_ids, ws.emitted)
+        self.store.put_bank(new_bank, parent=ws.bank.hash, meta={"region": ws.region.name})
+        return new_bank
+
+    def _evaluate(self, old: MemoryBank, new: MemoryBank) -> tuple[list[EpisodeResult], list[EpisodeResult]]:
+        """The downstream agent on this reset's episodes with each bank (one run when they are equal)."""
+        before = self.evaluator.evaluate(old, self._episodes)
+        after = before if new == old else self.evaluator.evaluate(new, self._episodes)
+        return before, after
+
+    def _commit_info(self, ws: Workspace, new_bank: MemoryBank, before: list[EpisodeResult],
+                     after: list[EpisodeResult], reward: RewardBreakdown, tokens: tuple[int, int]) -> dict[str, Any]:
         return {
-            "score_before": score_before,
-            "score_after": score_after,
-            "success_before": float(np.mean([r.success for r in before])) if before else 0.0,
-            "success_after": float(np.mean([r.success for r in after])) if after else 0.0,
-            "size_before": {"entries": len(ws.region.entry_ids), "tokens": tokens_before},
-            "size_after": {"entries": len(ws.emitted), "tokens": tokens_after},
-            "reward_components": {"score_delta": (score_after - score_before) / 100.0, "size": size},
+            "score_before": reward.score_before,
+            "score_after": reward.score_after,
+            "success_before": _success(before),
+            "success_after": _success(after),
+            "size_before": {"entries": len(ws.region.entry_ids), "tokens": tokens[0]},
+            "size_after": {"entries": len(ws.emitted), "tokens": tokens[1]},
+            "reward_components": reward.components(),
             "episode_errors": [r.error for r in (*before, *after) if r.error],
             "reward_agent": dataclasses.asdict(self.evaluator.agent_config),  # incl. the LLM, never a key
             # what the score was measured on; "alfworld-gen" games are generated, never the official splits
@@ -199,38 +254,16 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         }
 
     # --- observation ---------------------------------------------------------------------------------------------
-    def _render_region(self) -> None:
-        """Render the read-only part once per reset (it cannot change during the episode)."""
-        ws = self._ws
-        assert ws is not None  # noqa: S101 - called from reset()
-        lines = [f"Region {ws.region.name}: {len(ws.entries)} entries (read-only evidence)"]
-        for entry in ws.entries.values():
-            prov = ", ".join(f"{p.trajectory_id}[{p.start}-{p.end}]" for p in entry.provenance)
-            lines.append(f"{entry.id} ({entry.kind}, session {entry.session}) {entry.text}  <- {prov}")
-        self._region_head = sanitize("\n".join(lines), REGION_CHARS)
-        self._region_dicts = [
-            {"id": e.id, "kind": e.kind, "text": e.text, "provenance": [p.to_dict() for p in e.provenance],
-             "session": e.session}
-            for e in ws.entries.values()
-        ]
-
     def region_text(self) -> str:
-        ws = self._ws
-        if ws is None:
-            return ""
-        lines = [self._region_head, f"New region so far ({len(ws.emitted)}):"]
-        lines += [f"  #{i} {e.id} ({e.kind}) {e.text}" for i, e in enumerate(ws.emitted)]
-        return "\n".join(lines)
+        """The observation's ``region`` before sanitising: the listing, then the new region so far."""
+        return "" if self._ws is None else self._view.text(self._ws.emitted)
 
     def _obs(self) -> dict[str, Any]:
         ws = self._ws
-        emitted = 0 if ws is None else len(ws.emitted)
-        budget = np.array(
-            [max(self._calls_left, 0), self.config.max_emitted - (0 if ws is None else ws.n_new), emitted, 0 if ws is None else len(ws.entries)],
-            dtype=np.int64,
-        )
+        emitted, n_new, size = (0, 0, 0) if ws is None else (len(ws.emitted), ws.n_new, len(ws.entries))
+        budget = np.array([max(self._calls_left, 0), self.config.max_emitted - n_new, emitted, size], dtype=np.int64)
         return {
-            "region": sanitize(self.region_text(), REGION_CHARS),
+            "region": sanitize(self.region_text(), self.region_chars),
             "result": sanitize(self._last_result, RESULT_CHARS),
             "budget": budget,
         }
@@ -238,7 +271,8 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
     def _info(self) -> dict[str, Any]:
         ws = self._ws
         return {
-            "region": [] if ws is None else [dict(d) for d in self._region_dicts],
+            "region": [{**d, "provenance": [dict(p) for p in d["provenance"]], "tags": list(d["tags"])}
+                       for d in self._region_dicts],
             "family": None if ws is None else ws.family,
             "last_error": self._last_error,
             "invalid_calls": self._invalid,

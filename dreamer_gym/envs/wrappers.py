@@ -1,12 +1,17 @@
-"""Wrappers: one prompt string for LLM policies."""
+"""Wrappers: one prompt string for LLM policies; fixed-size spaces for SB3-style libraries."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
 
 from dreamer_gym.envs.spaces import text_space
 from dreamer_gym.envs.tools import TOOLS
+from dreamer_gym.memory import KINDS
+from dreamer_gym.memory.tokens import count_tokens, tokenize
 from dreamer_gym.prompts import load_prompt
 
 PROMPT_CHARS = 65_536
@@ -44,10 +49,37 @@ class PromptObservation(gym.ObservationWrapper, gym.utils.RecordConstructorArgs)
         return f"{system_prompt()}\n\n{render_state(observation)}\n"[:PROMPT_CHARS]
 
 
-ENTRY_FEATURES = (
-    "is_insight", "is_procedure", "is_fact", "is_pitfall", "session", "tokens_div_100", "provenance_steps_div_10",
-    "verbatim", "score_jump", "score_drop", "near_duplicates",
+# One column per feature, from the entry's kind, session, text length, provenance and the acquisition
+# writer's tags (never from its English); docs/env.md has the table.
+ENTRY_FEATURES: tuple[str, ...] = (
+    *(f"is_{kind}" for kind in KINDS), "session", "tokens_div_100", "provenance_steps_div_10",
+    "provenance_links", "verbatim", "variation_specific", "score_jump", "score_drop", "failure", "location",
+    "near_duplicates",
 )
+_TAG_FEATURES = {"verbatim": "verbatim", "score_jump": "score-jump", "score_drop": "score-drop", "failure": "failure",
+                 "location": "location"}
+
+
+def entry_features(region: list[dict[str, Any]], max_entries: int) -> np.ndarray:
+    """``(max_entries, len(ENTRY_FEATURES))`` float32 features of ``info["region"]`` items, zero-padded."""
+    col = {name: i for i, name in enumerate(ENTRY_FEATURES)}
+    feats = np.zeros((max_entries, len(ENTRY_FEATURES)), dtype=np.float32)
+    token_sets = [set(tokenize(e["text"])) for e in region]
+    for i, entry in enumerate(region[:max_entries]):
+        tags = set(entry.get("tags", ()))
+        feats[i, col[f"is_{entry['kind']}"]] = 1.0
+        feats[i, col["session"]] = entry.get("session", 0)
+        feats[i, col["tokens_div_100"]] = count_tokens(entry["text"]) / 100
+        feats[i, col["provenance_steps_div_10"]] = sum(p["end"] - p["start"] + 1 for p in entry["provenance"]) / 10
+        feats[i, col["provenance_links"]] = len(entry["provenance"])
+        feats[i, col["variation_specific"]] = float(any(t.startswith("variation:") for t in tags))
+        for name, tag in _TAG_FEATURES.items():
+            feats[i, col[name]] = float(tag in tags)
+        feats[i, col["near_duplicates"]] = sum(
+            1 for j, other in enumerate(token_sets)
+            if j != i and len(other & token_sets[i]) / max(len(other | token_sets[i]), 1) >= 0.8
+        )
+    return np.clip(feats, 0.0, 1_000.0)
 
 
 class EntryOpsWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
@@ -62,49 +94,19 @@ class EntryOpsWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env, max_entries: int = 50) -> None:
         gym.utils.RecordConstructorArgs.__init__(self, max_entries=max_entries)
         gym.Wrapper.__init__(self, env)
-        import numpy as np
-        from gymnasium import spaces
-
         self.max_entries = max_entries
         self.observation_space = spaces.Box(0.0, 1_000.0, shape=(max_entries, len(ENTRY_FEATURES)), dtype=np.float32)
         self.action_space = spaces.MultiDiscrete([2] * max_entries)
         self._ids: list[str] = []
-
-    def _features(self, region: list[dict[str, Any]]):  # noqa: ANN202 - numpy array
-        import numpy as np
-
-        from dreamer_gym.memory.tokens import count_tokens, tokenize
-
-        feats = np.zeros(self.observation_space.shape, dtype=np.float32)
-        token_sets = [set(tokenize(e["text"])) for e in region]
-        for i, entry in enumerate(region[: self.max_entries]):
-            kind = ("insight", "procedure", "fact", "pitfall").index(entry["kind"])
-            feats[i, kind] = 1.0
-            feats[i, 4] = entry.get("session", 0)
-            feats[i, 5] = count_tokens(entry["text"]) / 100
-            feats[i, 6] = sum(p["end"] - p["start"] + 1 for p in entry["provenance"]) / 10
-            text = entry["text"]
-            feats[i, 7] = float(entry["kind"] == "procedure")
-            feats[i, 8] = float("raised the score" in text)
-            feats[i, 9] = float("dropped" in text or "failed" in text)
-            feats[i, 10] = sum(
-                1 for j, other in enumerate(token_sets)
-                if j != i and len(other & token_sets[i]) / max(len(other | token_sets[i]), 1) >= 0.8
-            )
-        return np.clip(feats, 0.0, 1_000.0)
 
     def reset(self, **kwargs: Any):
         _, info = self.env.reset(**kwargs)
         region = info["region"][: self.max_entries]
         self._ids = [e["id"] for e in region]
         info["n_entries"] = len(self._ids)
-        return self._features(region), info
+        return entry_features(region, self.max_entries), info
 
     def step(self, action: Any):
-        import json
-
-        import numpy as np
-
         keep = [i for i, op in zip(self._ids, np.asarray(action).tolist()) if op == 1]
         reward = 0.0
         if keep:

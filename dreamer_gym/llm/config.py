@@ -13,7 +13,8 @@ BACKENDS = ("transformers", "vllm", "openai")
 
 @dataclass(frozen=True)
 class LLMConfig:
-    backend: str = field(default="transformers", metadata={"help": "transformers | vllm | openai"})
+    backend: str = field(default="transformers", metadata={"help": "transformers | vllm | openai",
+                                                            "choices": BACKENDS})
     model: str = field(default=SMOLLM2_ALIAS, metadata={
         "help": "hub id, local folder, served model name, or 'smollm2-135m' (the bundled CPU default)"})
     gguf_file: str | None = field(default=None, metadata={"help": "transformers: a GGUF file inside `model`"})

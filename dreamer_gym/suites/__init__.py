@@ -1,30 +1,25 @@
-"""Task-suite adapters. Heavy simulators are imported lazily, inside the adapter that needs them."""
-from dreamer_gym.suites.base import EpisodeTask, StepOutcome, TaskSuite
+"""Task suites: one adapter per simulator plus its :class:`SuiteSpec`, found through the registry.
 
-__all__ = ["SUITES", "EpisodeTask", "StepOutcome", "TaskSuite", "make_suite"]
+Heavy simulators are imported lazily, inside the adapter that needs them. Built-in suites:
+"scienceworld"; "alfworld" (the official games, needs `alfworld-download`); "alfworld-gen" (ALFWorld-engine
+games generated offline); "miniwob" (MiniWoB++ pages through BrowserGym in a headless Chromium);
+"webarena" (BrowserGym, needs the self-hosted sites named by WA_*).
+"""
+from dreamer_gym.suites.base import SPLITS, EpisodeTask, StepOutcome, TaskSuite
+from dreamer_gym.suites.check import SuiteCheckError, SuiteReport, check_suite
+from dreamer_gym.suites.registry import BUILTIN, get_suite_spec, register_suite, suite_names
+from dreamer_gym.suites.spec import AcquisitionProfile, OracleProcedure, SuiteSpec
 
-# "alfworld": the official games (needs `alfworld-download`); "alfworld-gen": games generated offline;
-# "miniwob": MiniWoB++ pages through BrowserGym in a headless Chromium (the `web` extra);
-# "webarena": WebArena through BrowserGym (the `webarena` extra and the self-hosted sites named by WA_*)
-SUITES = ("scienceworld", "alfworld", "alfworld-gen", "miniwob", "webarena")
+SUITES: tuple[str, ...] = tuple(BUILTIN)
+
+__all__ = [
+    "SPLITS", "SUITES", "AcquisitionProfile", "EpisodeTask", "OracleProcedure", "StepOutcome", "SuiteCheckError",
+    "SuiteReport", "SuiteSpec", "TaskSuite", "check_suite", "get_suite_spec", "make_suite", "register_suite",
+    "suite_names",
+]
 
 
-def make_suite(name: str, **kwargs: object) -> TaskSuite:
-    """Build a suite adapter by name (one of :data:`SUITES`)."""
-    if name == "scienceworld":
-        from dreamer_gym.suites.scienceworld import ScienceWorldSuite
-
-        return ScienceWorldSuite(**kwargs)  # type: ignore[arg-type]
-    if name in ("alfworld", "alfworld-gen"):
-        from dreamer_gym.suites.alfworld import ALFWorldSuite
-
-        return ALFWorldSuite(source="official" if name == "alfworld" else "generated", **kwargs)  # type: ignore[arg-type]
-    if name == "miniwob":
-        from dreamer_gym.suites.miniwob import MiniWoBSuite
-
-        return MiniWoBSuite(**kwargs)  # type: ignore[arg-type]
-    if name == "webarena":
-        from dreamer_gym.suites.webarena import WebArenaSuite
-
-        return WebArenaSuite(**kwargs)  # type: ignore[arg-type]
-    raise ValueError(f"Expected `suite` to be one of {list(SUITES)}, got {name!r}")
+def make_suite(name: str | SuiteSpec, **kwargs: object) -> TaskSuite:
+    """Build a suite adapter by registered name (see :func:`suite_names`) or from a spec."""
+    spec = name if isinstance(name, SuiteSpec) else get_suite_spec(name)
+    return spec.make(**kwargs)

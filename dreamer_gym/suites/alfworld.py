@@ -20,6 +20,8 @@ import json
 import logging
 import os
 import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -29,6 +31,7 @@ from dreamer_gym.errors import SuiteError
 from dreamer_gym.suites import alfworld_gen
 from dreamer_gym.suites.alfworld_gen import TASK_TYPES
 from dreamer_gym.suites.base import SPLITS, EpisodeTask, StepOutcome
+from dreamer_gym.suites.spec import AcquisitionProfile, OracleProcedure, SuiteSpec
 
 logger = logging.getLogger(__name__)
 
@@ -96,7 +99,17 @@ class ALFWorldSuite:
         data_dir: str | os.PathLike[str] | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         step_limit: int = 50,
+        engine_pool: alfworld_gen.EnginePool | None = None,
     ) -> None:
+        """Args:
+            source: "official" (`alfworld-download`'s games) or "generated" (:mod:`~.alfworld_gen`).
+            data_dir: where the official games are (default ``$ALFWORLD_DATA``).
+            cache_dir: where generated games are cached (default :func:`~.alfworld_gen.default_cache_dir`).
+            step_limit: moves before an episode ends unsolved.
+            engine_pool: where this suite takes its engine from and gives it back to on :meth:`close`
+                (default: a pool of its own). Share one between suites that open and close in turn to
+                reuse their engines: each maps its own copy of Fast Downward, never unmapped.
+        """
         if source not in SOURCES:
             raise ValueError(f"Expected `source` to be one of {SOURCES}, got {source!r}")
         if not isinstance(step_limit, int) or step_limit <= 0:
@@ -107,6 +120,8 @@ class ALFWorldSuite:
         # official: fail at once, before anything is imported, when the games are not there
         self._games = official_games_dir(data_dir) if source == "official" else None
         self.cache_dir = Path(cache_dir) if cache_dir else alfworld_gen.default_cache_dir()
+        self.engine_pool = engine_pool if engine_pool is not None else alfworld_gen.EnginePool()
+        self._expert = alfworld_gen.Expert()  # checks the games this suite generates; its engine is made on use
         self._env: Any = None
         self._state: Any = None
         self._task: EpisodeTask | None = None
@@ -138,7 +153,9 @@ class ALFWorldSuite:
         self._check(task.family)
         if self.source == "generated":
             if task not in self._files:
-                self._files[task] = alfworld_gen.generate(task.family, task.variation, self.cache_dir).game_file
+                self._files[task] = alfworld_gen.generate(
+                    task.family, task.variation, self.cache_dir, expert=self._expert
+                ).game_file
             return self._files[task]
         path = self._official.paths.get(int(task.variation))
         if path is None or path.parent.parent.name.split("-", 1)[0] != task.family:
@@ -147,11 +164,11 @@ class ALFWorldSuite:
 
     # --- lifecycle -----------------------------------------------------------------------------------------
     def close(self) -> None:
-        """Give the engine back to this process's idle pool. It runs in-process (Fast Downward as a shared
+        """Give the engine back to :attr:`engine_pool`. It runs in-process (Fast Downward as a shared
         library): there is no child to reap. A closed suite can start again."""
         env, self._env, self._state, self._task = self._env, None, None, None
         if env is not None:
-            alfworld_gen.release_engine(env)
+            self.engine_pool.release(env)
 
     def __enter__(self) -> ALFWorldSuite:
         return self
@@ -165,7 +182,7 @@ class ALFWorldSuite:
         :meth:`task_description`)."""
         game_file = self.game_file(task)  # may run the generator, which uses the engine: before our load
         if self._env is None:
-            self._env = alfworld_gen.acquire_engine()
+            self._env = self.engine_pool.acquire()
         try:
             self._env.load(str(game_file))
             self._state = self._env.reset()
@@ -224,3 +241,103 @@ class ALFWorldSuite:
         if not walkthrough:
             raise SuiteError(f"{game_file} has no walkthrough; regenerate it with `alfworld-generate`")
         return tuple(str(a) for a in walkthrough)
+
+
+# --- acquisition: how the noisy expert strays here ---------------------------------------------------------
+def _places(gold: Sequence[str]) -> list[str]:
+    """The receptacles a gold path visits: known to exist in its game (detours go there)."""
+    return sorted({a[len("go to "):] for a in gold if a.startswith("go to ")}) or ["countertop 1"]
+
+
+def _detour(rng: Any, gold: Sequence[str]) -> list[str]:
+    places = _places(gold)
+    place = places[int(rng.integers(len(places)))]
+    return [f"go to {place}", "look"] if rng.random() < 0.5 else [f"go to {place}", f"examine {place}"]
+
+
+def _wrong(rng: Any, gold: Sequence[str]) -> str:
+    places = _places(gold)
+    place = places[int(rng.integers(len(places)))]
+    return f"take {place} from {place}" if rng.random() < 0.5 else f"use {place}"
+
+
+PROFILE = AcquisitionProfile(
+    detour=_detour, wrong=_wrong,
+    never_skip=("go to", "take", "move", "put", "open", "clean", "heat", "cool", "use"),
+    location=re.compile(r"You arrive at ([a-z]+ \d+)\."), picked=re.compile(r"take ([a-z]+ \d+) from ([a-z]+ \d+)$"),
+    failed=("Nothing happens",),
+)
+
+# --- the oracle: (goal, steps) per task type, written from the walkthroughs of generated TRAIN games. The
+# expert's search (the "go to" steps before a take) becomes one "<object location>" step; where things
+# usually are comes from the facts below, mined from the same walkthroughs.
+_TAKE = "go to <object location>, take <object> from <object location>"
+_PUT = "go to <receptacle>, move <object> to <receptacle>"
+PROCEDURES: dict[str, OracleProcedure] = {
+    "pick_and_place_simple": OracleProcedure(f"{_TAKE}, {_PUT}", "put a <object> in <receptacle>"),
+    "look_at_obj_in_light": OracleProcedure(f"{_TAKE}, go to <lamp location>, use <lamp>",
+                                            "look at <object> under the <lamp>"),
+    "pick_clean_then_place_in_recep": OracleProcedure(
+        f"{_TAKE}, go to sinkbasin 1, clean <object> with sinkbasin 1, {_PUT}", "put a clean <object> in <receptacle>"),
+    "pick_heat_then_place_in_recep": OracleProcedure(
+        f"{_TAKE}, go to microwave 1, heat <object> with microwave 1, {_PUT}", "put a hot <object> in <receptacle>"),
+    "pick_cool_then_place_in_recep": OracleProcedure(
+        f"{_TAKE}, go to fridge 1, cool <object> with fridge 1, {_PUT}", "put a cool <object> in <receptacle>"),
+    "pick_two_obj_and_place": OracleProcedure(f"{_TAKE}, {_PUT}, {_TAKE}, {_PUT}", "put two <object> in <receptacle>"),
+}
+
+
+def _kind(name: str) -> str:
+    return re.sub(r" \d+$", "", name)
+
+
+def _or_list(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def location_facts(family: str, train_gold: Mapping[str, Mapping[int, Sequence[str]]], max_facts: int = 3,
+                   per_fact: int = 6) -> list[str]:
+    """Where the objects of ``family``'s TRAIN walkthroughs were taken from, by type, counted over every
+    family's walkthroughs ("A mug is usually found in the cabinet, countertop or coffeemachine.")."""
+    places: dict[str, Counter[str]] = {}
+    for paths in train_gold.values():
+        for path in paths.values():
+            for action in path:
+                m = re.match(r"take (.+?) from (.+)$", action)
+                if m:
+                    places.setdefault(_kind(m.group(1)), Counter())[_kind(m.group(2))] += 1
+    mine = Counter(_kind(m.group(1)) for path in train_gold.get(family, {}).values() for a in path
+                   if (m := re.match(r"take (.+?) from (.+)$", a)))
+    sentences = [f"A {obj} is usually found in the {_or_list([p for p, _ in places[obj].most_common(3)])}."
+                 for obj, _ in mine.most_common(max_facts * per_fact)]
+    return [" ".join(sentences[i: i + per_fact]) for i in range(0, len(sentences), per_fact)]
+
+
+def check_official_available() -> None:
+    """The official games must be on disk (``alfworld-download``); names the fix when they are not."""
+    official_games_dir()
+
+
+_SHARED = {
+    "families": TASK_TYPES,
+    "extra": "alfworld",
+    "profile": PROFILE,
+    "follower": "dreamer_gym.agents.alfworld_following:ALFWorldFollowing",
+    "agent_prompt": "agent_system_alfworld",
+    "idle_action": "look",
+    "look_action": "look",
+    "warm_actions": ("look", "inventory"),
+    "procedures": PROCEDURES,
+    "oracle_facts": location_facts,
+    "agent_max_steps": 50,  # ALFWorld's usual episode limit, which the suite enforces too
+}
+GENERATED_SPEC = SuiteSpec(
+    name="alfworld-gen", adapter="dreamer_gym.suites.alfworld:ALFWorldSuite", adapter_kwargs={"source": "generated"},
+    description="ALFWorld-engine games generated offline and checked by the real expert (NOT the official splits)",
+    **_SHARED,
+)
+OFFICIAL_SPEC = SuiteSpec(
+    name="alfworld", adapter="dreamer_gym.suites.alfworld:ALFWorldSuite", adapter_kwargs={"source": "official"},
+    description="ALFWorld's official games from $ALFWORLD_DATA (`alfworld-download`)",
+    check_available=check_official_available, **_SHARED,
+)

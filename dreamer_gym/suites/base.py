@@ -24,23 +24,36 @@ class StepOutcome:
 
 @runtime_checkable
 class TaskSuite(Protocol):
-    """A warm simulator. One instance per worker; episodes are started with :meth:`start`."""
+    """A warm simulator. One instance per worker; episodes are started with :meth:`start`.
+
+    Everything else the package needs to know of a suite (acquisition profile, agent readers, oracle
+    procedures, availability) is in its :class:`~dreamer_gym.suites.spec.SuiteSpec`;
+    :func:`~dreamer_gym.suites.check.check_suite` checks an adapter against this protocol.
+    """
 
     name: str
+    families: tuple[str, ...]  # the task families this adapter can start
 
     def variations(self, family: str, split: str) -> tuple[int, ...]:
         """Variation ids of ``family`` in ``split`` (one of :data:`SPLITS`)."""
         ...
 
     def start(self, task: EpisodeTask) -> str:
-        """Load ``task`` and return its first observation (what `look around` shows)."""
+        """Load ``task`` and return its first observation: the first look (what the suite's look action
+        shows); the task text is :meth:`task_description`."""
         ...
 
     def task_description(self) -> str: ...
 
     def step(self, action: str) -> StepOutcome: ...
 
-    def inventory(self) -> str: ...
+    def inventory(self) -> str:
+        """What the agent holds (or has focused), without spending a move."""
+        ...
+
+    def look(self) -> str:
+        """What the look action would show now, without spending a move."""
+        ...
 
     def valid_actions(self) -> tuple[str, ...]:
         """Actions the simulator accepts in the current state (LLM agents snap free text onto them)."""
@@ -50,4 +63,6 @@ class TaskSuite(Protocol):
         """The suite's oracle action sequence for ``task`` (the adapter's `cheat`)."""
         ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Stop the simulator (no process outlives this); a closed suite can start again."""
+        ...

@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from dreamer_gym.errors import SuiteError
 from dreamer_gym.suites.base import EpisodeTask
+from dreamer_gym.suites.spec import AcquisitionProfile, OracleProcedure, SuiteSpec
 from dreamer_gym.suites.web import DEFAULT_CHROMIUM, BrowserGymSuite, Page, find_spec, norm, pip_hint, quote
 
 SUITE_NAME = "miniwob"
@@ -167,3 +170,75 @@ class MiniWoBSuite(BrowserGymSuite):
                 self.start(task)
             self._gold[task] = solve(task.family, self._description, self._page)  # type: ignore[arg-type]
         return self._gold[task]
+
+
+# --- acquisition: how the noisy expert strays here ---------------------------------------------------------
+def _detour(rng: Any, gold: Sequence[str]) -> list[str]:
+    return ['press "Tab"'] if rng.random() < 0.5 else ["focus textbox 1"]
+
+
+def _wrong(rng: Any, gold: Sequence[str]) -> str:
+    return 'click "Submit"' if rng.random() < 0.5 else "click button 1"  # may submit too early: a failed episode
+
+
+def _goal(description: str) -> str:
+    """The whole goal sentence (goals quote values that may hold a period)."""
+    return description.strip().rstrip(".").strip()
+
+
+PROFILE = AcquisitionProfile(  # MiniWoB pages have no places to remember: no location or picked patterns
+    detour=_detour, wrong=_wrong,
+    never_skip=tuple(f"{v} " for v in ("click", "type", "check", "uncheck", "select", "focus")),
+    failed=("Unknown action", "No known action matches"),
+    goal=_goal,
+)
+
+# --- the oracle: (goal template, steps) per task in the suite's action language; a goal's <slots> are what a
+# task's goal says in their place ("check each of <items>" repeats for every item of a list).
+PROCEDURES: dict[str, OracleProcedure] = {
+    "click-button": OracleProcedure('click "<name>"', 'Click on the "<name>" button'),
+    "click-checkboxes": OracleProcedure('check each of <items>, click "Submit"', "Select <items> and click Submit"),
+    "click-dialog": OracleProcedure("click button 1", 'Close the dialog box by clicking the "x"'),
+    "click-link": OracleProcedure('click "<text>"', 'Click on the link "<text>"'),
+    "click-option": OracleProcedure('check "<option>", click "Submit"', "Select <option> and click Submit"),
+    "click-tab": OracleProcedure('click "<tab>"', "Click on <tab>"),
+    "choose-list": OracleProcedure('select "<item>", click "Submit"', "Select <item> from the list and click Submit"),
+    "enter-password": OracleProcedure(
+        'type "<password>" into "Password", type "<password>" into "Verify password", click "Submit"',
+        'Enter the password "<password>" into both text fields and press submit'),
+    "enter-text": OracleProcedure('type "<text>" into textbox 1, click "Submit"',
+                                  'Enter "<text>" into the text field and press Submit'),
+    "focus-text": OracleProcedure("focus textbox 1", "Focus into the textbox"),
+    "login-user": OracleProcedure(
+        'type "<username>" into "Username", type "<password>" into "Password", click "Login"',
+        'Enter the username "<username>" and the password "<password>" into the text fields and press login'),
+}
+
+
+def check_available() -> None:
+    """MiniWoB needs Debian's Chromium (``make setup``) and the web extra; names the fix when missing."""
+    from dreamer_gym.suites.web.chromium import check_chromium
+
+    check_chromium()
+    find_spec("miniwob")  # raises DependencyNotInstalled naming the extra
+
+
+SPEC = SuiteSpec(
+    name=SUITE_NAME,
+    adapter="dreamer_gym.suites.miniwob:MiniWoBSuite",
+    families=FAMILIES,
+    description="MiniWoB++ pages (the miniwob wheel) through BrowserGym in Debian's headless Chromium, offline",
+    extra="web",
+    profile=PROFILE,
+    follower="dreamer_gym.agents.miniwob_following:MiniWoBFollowing",
+    agent_prompt="agent_system_web",
+    idle_action='press "Tab"',
+    look_action="look",
+    warm_actions=("look", "inventory"),
+    procedures=PROCEDURES,
+    check_available=check_available,
+    agent_max_steps=10,  # MiniWoB's tasks take 1-5 actions
+    # one line each (~24 tokens); with 6, other families' raw "Select ... and click Submit" entries crowded a
+    # consolidated click-option procedure out of the agent's context
+    agent_top_k=10,
+)

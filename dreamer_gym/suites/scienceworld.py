@@ -10,12 +10,15 @@ import os
 import re
 import subprocess
 import threading
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
+import numpy as np
 from gymnasium.error import DependencyNotInstalled
 
 from dreamer_gym.errors import SuiteError
 from dreamer_gym.suites.base import SPLITS, EpisodeTask, StepOutcome
+from dreamer_gym.suites.spec import AcquisitionProfile, OracleProcedure, SuiteSpec
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +30,11 @@ logger = logging.getLogger(__name__)
 # follow insertion order. Measured: same speed (32.8 vs 32.6 ms a step), same agent scores.
 DEFAULT_JAVA_OPTS: tuple[str, ...] = (
     "-Xmx1g", "-XX:+UseSerialGC", "-XX:+UnlockExperimentalVMOptions", "-XX:hashCode=2",
+)
+# the task families of the default pool: ones the memory-following agent can play (docs/design-notes.md
+# says why boil, melt and find-animal were dropped)
+FAMILIES: tuple[str, ...] = (
+    "chemistry-mix", "find-living-thing", "find-non-living-thing", "grow-plant", "power-component", "use-thermometer",
 )
 _ITEM_BLOCK = re.compile(r"(you see: ?\n|Here you see: ?\n|You also see:\n)((?:\t.*(?:\n|$))+)")
 
@@ -58,6 +66,7 @@ class ScienceWorldSuite:
     """A :class:`~dreamer_gym.suites.base.TaskSuite` over the real ScienceWorld simulator."""
 
     name = "scienceworld"
+    families: tuple[str, ...] = FAMILIES  # the ones the memory-following agent plays; variations() takes any task
 
     def __init__(self, step_limit: int = 100, java_opts: tuple[str, ...] = DEFAULT_JAVA_OPTS) -> None:
         if step_limit <= 0:
@@ -195,3 +204,96 @@ def _variations(suite: ScienceWorldSuite, family: str, split: str) -> tuple[int,
 def java_available() -> bool:
     """Whether a `java` binary is on PATH (the Makefile installs one with apt when it is not)."""
     return any(os.access(os.path.join(p, "java"), os.X_OK) for p in os.environ.get("PATH", "").split(os.pathsep))
+
+
+def check_available() -> None:
+    """ScienceWorld needs its package and a `java` binary (``make setup`` installs Java 17 with apt)."""
+    import importlib.util
+
+    if importlib.util.find_spec("scienceworld") is None:
+        raise DependencyNotInstalled('ScienceWorld is not installed: run pip install "dreamer-gym[scienceworld]"')
+    if not java_available():
+        raise SuiteError("ScienceWorld needs Java 17 and no `java` is on PATH: run `make setup` "
+                         "(or apt-get install default-jre-headless)")
+
+
+# --- acquisition: how the noisy expert strays here ---------------------------------------------------------
+_FATAL_FOCUS = ("focus on wall", "focus on air", "focus on agent")
+_ROOMS = ("hallway", "kitchen", "bathroom", "living room", "bedroom", "workshop", "greenhouse")
+
+
+def _detour(rng: np.random.Generator, gold: Sequence[str]) -> list[str]:
+    room = _ROOMS[int(rng.integers(len(_ROOMS)))]
+    return [f"open door to {room}", "look around"]
+
+
+def _wrong(rng: np.random.Generator, gold: Sequence[str]) -> str:
+    return _FATAL_FOCUS[int(rng.integers(len(_FATAL_FOCUS)))] if rng.random() < 0.3 else "pick up wall"
+
+
+PROFILE = AcquisitionProfile(
+    detour=_detour, wrong=_wrong, never_skip=("go to", "focus on"),
+    location=re.compile(r"You move to the ([a-z ]+)\."), picked=re.compile(r"(?:pick up|focus on) (.+)$"),
+    failed=("No known action",),
+)
+
+# --- the oracle: abstractions of TRAIN gold paths, written by hand in the open -----------------------------
+PROCEDURES: dict[str, OracleProcedure] = {family: OracleProcedure(steps) for family, steps in {
+    "chemistry-mix": "go to kitchen, open cupboard, pick up metal pot, look around, pick up recipe, "
+    "read recipe in inventory, look around, pick up <ingredient 1>, move <ingredient 1> to metal pot, "
+    "pick up <ingredient 2>, move <ingredient 2> to metal pot, pick up <ingredient 3>, "
+    "move <ingredient 3> to metal pot, mix metal pot, focus on <substance>",
+    "find-animal": "go to outside, look around, focus on <animal>, pick up <animal>, go to kitchen, "
+    "move <animal> in inventory to <color> box",
+    "find-living-thing": "go to outside, look around, focus on <living thing>, pick up <living thing>, "
+    "go to kitchen, move <living thing> in inventory to <color> box",
+    "find-non-living-thing": "go to kitchen, look around, focus on <non-living thing>, "
+    "move <non-living thing> to <color> box",
+    "grow-plant": "go to <room>, look around, pick up seed jar, go to greenhouse, look around, "
+    "move <seed> in seed jar to flower pot 1, focus on <seed> in flower pot 1"
+    + ", activate sink, move jug to sink, pour jug into flower pot 1, deactivate sink, wait1, wait1, wait1, wait1" * 4,
+    "use-thermometer": "go to kitchen, pick up thermometer, focus on thermometer in inventory, go to <room 1>, "
+    "look around, pick up <unknown substance>, focus on <unknown substance> in inventory, go to <room 2>, "
+    "look around, use thermometer in inventory on <unknown substance> in inventory, "
+    "move <unknown substance> in inventory to <color> box, wait1",
+    "power-component": "go to workshop, look around, focus on <color> light bulb, "
+    "connect battery anode to <wire 1> terminal 1, connect battery cathode to <wire 2> terminal 1, "
+    "connect <wire 1> terminal 2 to cathode in <color> light bulb, "
+    "connect <wire 2> terminal 2 to anode in <color> light bulb, wait1, wait1",
+}.items()}
+CATEGORY = {"find-animal": "animal", "find-living-thing": "living thing", "find-non-living-thing": "non-living thing"}
+
+
+def category_facts(family: str, train_gold: Mapping[str, Mapping[int, Sequence[str]]]) -> list[str]:
+    """Facts mined from ``family``'s TRAIN gold paths: which objects belong to the task's category."""
+    if family not in CATEGORY:
+        return []
+    seen: list[str] = []
+    for path in train_gold.get(family, {}).values():
+        for action in path:
+            m = re.match(r"focus on (.+)$", action)
+            if m:
+                name = re.sub(r"^(?:egg |baby |adult |young )+| egg$| in .*$", "", m.group(1)).strip()
+                if name and name not in seen:
+                    seen.append(name)
+    return [f"Examples of a {CATEGORY[family]}: " + ", ".join(seen) + "."] if seen else []
+
+
+SPEC = SuiteSpec(
+    name="scienceworld",
+    adapter="dreamer_gym.suites.scienceworld:ScienceWorldSuite",
+    families=FAMILIES,
+    description="ScienceWorld (AllenAI), the real simulator on a heap-capped JVM",
+    extra="scienceworld",
+    profile=PROFILE,
+    follower="dreamer_gym.agents.memory_following:ScienceWorldFollowing",
+    agent_prompt="agent_system",
+    idle_action="look around",
+    look_action="look around",
+    warm_actions=("look around", "inventory", "look around"),
+    warm_task=EpisodeTask("find-non-living-thing", 0),
+    procedures=PROCEDURES,
+    oracle_facts=category_facts,
+    check_available=check_available,
+    agent_max_steps=80,
+)

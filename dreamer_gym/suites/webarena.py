@@ -30,9 +30,47 @@ from dataclasses import dataclass
 from importlib import resources
 
 from dreamer_gym.errors import SuiteError
-from dreamer_gym.suites.availability import check_webarena
 from dreamer_gym.suites.base import EpisodeTask
+from dreamer_gym.suites.spec import SuiteSpec
 from dreamer_gym.suites.web import BASE_VERBS, DEFAULT_CHROMIUM, WEB_ACTION_FORMS, WEB_VERBS, BrowserGymSuite, pip_hint
+
+# the self-hosted sites BrowserGym's WebArena tasks talk to (browsergym-webarena reads these variables)
+WEBARENA_VARS: tuple[str, ...] = (
+    "WA_SHOPPING", "WA_SHOPPING_ADMIN", "WA_REDDIT", "WA_GITLAB", "WA_WIKIPEDIA", "WA_MAP", "WA_HOMEPAGE",
+)
+
+
+def check_webarena(environ: dict[str, str] | None = None) -> None:
+    """Raise :class:`SuiteError` naming every missing ``WA_*`` variable and how to get the servers."""
+    env = os.environ if environ is None else environ
+    missing = [name for name in WEBARENA_VARS if not env.get(name)]
+    if missing:
+        raise SuiteError(
+            f"WebArena needs its self-hosted web sites, and {', '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not set. Start the WebArena servers (the shopping, "
+            "shopping-admin, reddit, gitlab, wikipedia, map and homepage Docker images of the WebArena "
+            "project, see its environment_docker/README.md), then export each URL, e.g. "
+            "WA_SHOPPING=http://<host>:7770 WA_SHOPPING_ADMIN=http://<host>:7780/admin WA_REDDIT=http://<host>:9999 "
+            "WA_GITLAB=http://<host>:8023 WA_WIKIPEDIA=http://<host>:8888 WA_MAP=http://<host>:3000 "
+            "WA_HOMEPAGE=http://<host>:4399, and install the `webarena` extra (browsergym-webarena; see "
+            "docs/webarena.md). "
+            "On a machine without them, use MemoryConsolidation-MiniWoB-v0 for the web transfer suite."
+        )
+
+
+def check_webarena_package() -> None:
+    """Raise ``DependencyNotInstalled`` when browsergym-webarena is missing (looked up, not imported: its
+    import downloads NLTK data)."""
+    import importlib.util
+
+    if importlib.util.find_spec("browsergym") is None or importlib.util.find_spec("browsergym.webarena") is None:
+        import gymnasium
+
+        raise gymnasium.error.DependencyNotInstalled(
+            'browsergym-webarena is not installed: run pip install "dreamer-gym[webarena]" in its own '
+            "environment (it conflicts with the llm extra; see docs/webarena.md)"
+        )
+
 
 SUITE_NAME = "webarena"
 EXTRA = "webarena"
@@ -161,3 +199,29 @@ class WebArenaSuite(BrowserGymSuite):
             f"WebArena has no scripted solutions, so there is no gold path for {task} and the oracle cannot "
             "run on WebArena; evaluate an agent instead (WebArena's own evaluator scores its answer)"
         )
+
+
+def check_available() -> None:
+    """The WA_* sites, Debian's Chromium and browsergym-webarena, checked in that order (nothing started)."""
+    from dreamer_gym.suites.web.chromium import check_chromium
+
+    check_webarena()
+    check_chromium()
+    check_webarena_package()
+
+
+SPEC = SuiteSpec(
+    name=SUITE_NAME,
+    adapter="dreamer_gym.suites.webarena:WebArenaSuite",
+    families=FAMILIES,
+    description="WebArena through BrowserGym against the self-hosted sites named by the WA_* variables",
+    extra=EXTRA,
+    # no acquisition profile of its own: no gold paths to perturb (acquisition needs the oracle)
+    follower="dreamer_gym.agents.miniwob_following:MiniWoBFollowing",  # reads the same web action language
+    agent_prompt="agent_system_web",
+    idle_action='press "Tab"',
+    warm_actions=("look",),
+    check_available=check_available,
+    agent_max_steps=30,
+    has_gold_paths=False,
+)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from baselines.oracle import ALFWORLD_PROCEDURES, as_prose
 from dreamer_gym.agents import AgentConfig, MemoryFollowingAgent
 from dreamer_gym.agents.alfworld_following import Goal, parse_goal, read_priors, seen_items
+from dreamer_gym.consolidators.oracle import as_prose
 from dreamer_gym.memory import MemoryEntry, Provenance
-from dreamer_gym.suites.alfworld import ALFWorldSuite
+from dreamer_gym.suites.alfworld import PROCEDURES, ALFWorldSuite
 from dreamer_gym.suites.base import EpisodeTask
 
 PROV = (Provenance("t0", 0, 1),)
@@ -61,7 +61,7 @@ def suite(tmp_path_factory):
 
 
 def _procedure(family: str, prose: bool = False) -> MemoryEntry:
-    goal, steps = ALFWORLD_PROCEDURES[family]
+    goal, steps = PROCEDURES[family].goal, PROCEDURES[family].steps
     text = f"To {goal}. " + as_prose(steps) if prose else f"To {goal}: {steps}."
     return MemoryEntry("procedure", text, family, (), PROV, 0)
 
@@ -76,8 +76,8 @@ def test_score_moves_with_memory(suite, family):
     empty = agent.play(suite, task, [])
     listed = agent.play(suite, task, [_procedure(family)])
     prose = agent.play(suite, task, [_procedure(family, prose=True)])
-    wrong = agent.play(suite, task, [MemoryEntry("procedure", f"To {ALFWORLD_PROCEDURES[family][0]}: "
-                                                 f"{ALFWORLD_PROCEDURES['pick_heat_then_place_in_recep'][1]}.",
+    wrong = agent.play(suite, task, [MemoryEntry("procedure", f"To {PROCEDURES[family].goal}: "
+                                                 f"{PROCEDURES['pick_heat_then_place_in_recep'].steps}.",
                                                  family, (), PROV, 0)])
     assert empty.score == 0.0
     assert listed.score == 100.0 and listed.success

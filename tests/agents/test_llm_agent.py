@@ -123,7 +123,7 @@ def test_make_agent_builds_the_llm_agent_lazily() -> None:
 def test_llm_agent_speaks_each_held_out_suite(suite_name, smollm2_backend, tmp_path) -> None:
     """The real SmolLM2 agent plays a real ALFWorld-engine game and a real MiniWoB page with that suite's
     command words in its system prompt; whatever it writes ends as actions the suite answered."""
-    from dreamer_gym.suites import make_suite
+    from dreamer_gym.suites import get_suite_spec, make_suite
 
     kwargs = {"cache_dir": tmp_path} if suite_name == "alfworld-gen" else {}
     family = "pick_clean_then_place_in_recep" if suite_name == "alfworld-gen" else "click-button"
@@ -132,7 +132,7 @@ def test_llm_agent_speaks_each_held_out_suite(suite_name, smollm2_backend, tmp_p
         task = EpisodeTask(family, 1000)
         prompt = None
         s.start(task)
-        prompt = agent.prompt(s.task_description(), [], [], "obs", {"alfworld-gen": "alfworld"}.get(suite_name, "web"))
+        prompt = agent.prompt(s.task_description(), [], [], "obs", get_suite_spec(suite_name).system_prompt())
         result = agent.play(s, task, [])
         assert agent.play(s, task, []) == result  # greedy: deterministic
     words = ("take OBJECT from RECEPTACLE",) if suite_name == "alfworld-gen" else ('type "TEXT" into "FIELD"',)

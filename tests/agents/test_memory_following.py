@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from baselines.oracle import ABSTRACT_PROCEDURES, as_prose
 from dreamer_gym.agents import AgentConfig, MemoryFollowingAgent
+from dreamer_gym.consolidators.oracle import as_prose
 from dreamer_gym.memory import MemoryEntry
 from dreamer_gym.suites.base import EpisodeTask
-from dreamer_gym.suites.scienceworld import ScienceWorldSuite
+from dreamer_gym.suites.scienceworld import PROCEDURES, ScienceWorldSuite
 
 pytestmark = pytest.mark.jvm
 FAMILY = "power-component"
@@ -33,7 +33,7 @@ def test_same_procedure_in_three_formats_scores_the_same(suite: ScienceWorldSuit
     task = EpisodeTask(FAMILY, suite.variations(FAMILY, "dev")[0])
     scores = {
         name: agent.play(suite, task, [MemoryEntry("procedure", text, FAMILY)]).score
-        for name, text in _formats(ABSTRACT_PROCEDURES[FAMILY]).items()
+        for name, text in _formats(PROCEDURES[FAMILY].steps).items()
     }
     assert len(set(scores.values())) == 1, scores
     assert scores["comma list"] == 100.0
@@ -44,7 +44,7 @@ def test_abstract_procedure_transfers_where_verbatim_and_empty_do_not(suite: Sci
     train = EpisodeTask(FAMILY, suite.variations(FAMILY, "train")[0])
     verbatim = "To turn on the red light bulb: " + ", ".join(suite.gold_path(train))
     dev = [EpisodeTask(FAMILY, v) for v in suite.variations(FAMILY, "dev")[:2]]
-    abstract = MemoryEntry("procedure", f"To turn on the light bulb: {ABSTRACT_PROCEDURES[FAMILY]}", FAMILY)
+    abstract = MemoryEntry("procedure", f"To turn on the light bulb: {PROCEDURES[FAMILY].steps}", FAMILY)
     on_train = agent.play(suite, train, [MemoryEntry("procedure", verbatim, FAMILY)]).score
     verbatim_dev = sum(agent.play(suite, t, [MemoryEntry("procedure", verbatim, FAMILY)]).score for t in dev)
     abstract_dev = sum(agent.play(suite, t, [abstract]).score for t in dev)

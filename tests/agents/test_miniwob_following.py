@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from baselines.oracle import MINIWOB_PROCEDURES, as_prose
 from dreamer_gym.agents import AgentConfig, MemoryFollowingAgent
 from dreamer_gym.agents.miniwob_following import MiniWoBFollowing, bind, clauses, extract_steps, split_head, template
+from dreamer_gym.consolidators.oracle import as_prose
 from dreamer_gym.memory import MemoryEntry, Provenance
 from dreamer_gym.suites.base import EpisodeTask
+from dreamer_gym.suites.miniwob import PROCEDURES
 
 PROV = (Provenance("t0", 0, 1),)
 
@@ -23,7 +24,7 @@ def test_clauses_never_cut_inside_quotes():
 
 
 def test_head_and_steps_in_list_and_prose_form():
-    goal, steps = MINIWOB_PROCEDURES["login-user"]
+    goal, steps = PROCEDURES["login-user"].goal, PROCEDURES["login-user"].steps
     listed = split_head(f"To {goal}: {steps}.")
     prose = split_head(f"To {goal}. " + as_prose(steps))
     assert listed[0] == prose[0] == goal
@@ -64,13 +65,13 @@ def suite():
 def test_score_moves_with_memory(suite, family):
     agent = MemoryFollowingAgent(AgentConfig(max_steps=10))
     task = EpisodeTask(family, 1000)
-    goal, steps = MINIWOB_PROCEDURES[family]
+    goal, steps = PROCEDURES[family].goal, PROCEDURES[family].steps
     assert agent.play(suite, task, []).score == 0.0
     listed = agent.play(suite, task, [procedure(f"To {goal}: {steps}.", family)])
     prose = agent.play(suite, task, [procedure(f"To {goal}. " + as_prose(steps), family)])
     assert listed.score == 100.0 and listed.success
     assert prose.actions == listed.actions
-    other = MINIWOB_PROCEDURES["focus-text"][1]
+    other = PROCEDURES["focus-text"].steps
     assert agent.play(suite, task, [procedure(f"To {goal}: {other}.", family)]).score == 0.0
 
 

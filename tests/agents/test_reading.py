@@ -6,11 +6,12 @@ import re
 
 import pytest
 
-from baselines.oracle import ABSTRACT_PROCEDURES, as_prose
 from dreamer_gym.agents.reading import extract_actions, fill, forbidden_actions, slots
+from dreamer_gym.consolidators.oracle import as_prose
 from dreamer_gym.envs.config import DEFAULT_FAMILIES
+from dreamer_gym.suites.scienceworld import PROCEDURES
 
-FAMILIES = sorted(ABSTRACT_PROCEDURES)
+FAMILIES = sorted(PROCEDURES)
 
 
 def steps_of(procedure: str) -> list[str]:
@@ -31,7 +32,7 @@ def goals(pool) -> list[str]:
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_same_actions_from_list_prose_and_numbered_steps(family):
-    procedure = ABSTRACT_PROCEDURES[family]
+    procedure = PROCEDURES[family].steps
     steps = steps_of(procedure)
     as_list = extract_actions(procedure)
     assert as_list == steps  # the abstract procedures are written article-free, one action per item
@@ -48,7 +49,7 @@ def test_same_actions_from_list_prose_and_numbered_steps(family):
 def test_goal_header_is_not_an_action(pool, family):
     """The oracle writes "To <goal>: <steps>." and its prose decoy "To <goal>. First, ..."; no task goal
     ("use chemistry to create ...", "turn on the green light bulb") may become a step."""
-    procedure = ABSTRACT_PROCEDURES[family]
+    procedure = PROCEDURES[family].steps
     expected = steps_of(procedure)
     all_goals = goals(pool)
     assert len(all_goals) >= len(pool.families)
@@ -61,7 +62,7 @@ def test_goal_header_is_not_an_action(pool, family):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_numbered_steps_after_a_header(pool, family):
     """'header:\n1. step' (a colon used to swallow the newline, and "1" was read as an answer action)."""
-    expected = steps_of(ABSTRACT_PROCEDURES[family])
+    expected = steps_of(PROCEDURES[family].steps)
     for goal in goals(pool):
         assert extract_actions(f"To {goal}:\n" + numbered(expected)) == expected, goal
     assert extract_actions("Steps:\n" + numbered(expected)) == expected

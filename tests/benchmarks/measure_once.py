@@ -168,7 +168,7 @@ def jvm_share(n_episodes: int = 8) -> dict[str, Any]:
         prof = cProfile.Profile()
         prof.runcall(ev.evaluate, bank, episodes)
         st = pstats.Stats(prof)
-        total_p = max(v[3] for k, v in st.stats.items() if k[2] == "evaluate" and k[0].endswith("evaluation.py"))
+        total_p = max(v[3] for k, v in st.stats.items() if k[2] == "evaluate" and k[0].endswith("evaluator.py"))
 
         def cum(pred) -> float:  # noqa: ANN001
             return sum(v[3] for k, v in st.stats.items() if pred(k))

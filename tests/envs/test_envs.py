@@ -199,8 +199,46 @@ def test_reset_options_choose_bank_and_family(shared_env, pool):
     assert info["family"] == "grow-plant"
     cap = shared_env.unwrapped.config.max_region_entries
     assert tuple(region_ids(info)) == select_by_family(pool.banks[1], "grow-plant", cap).entry_ids
-    with pytest.raises(ValueError, match="options\\['family'\\]"):
-        shared_env.reset(seed=0, options={"family": "juggling"})
+
+
+@pytest.mark.parametrize(
+    "options,match",
+    [
+        ({"bank": 7}, r"`options\['bank'\]` to be an int in \[0, 2\] \(the pool holds 3 banks\), got 7"),
+        ({"bank": -1}, r"`options\['bank'\]` to be an int in \[0, 2\].*got -1"),
+        ({"bank": "1"}, r"`options\['bank'\]` to be an int.*got '1'"),
+        ({"bank": 1.0}, r"`options\['bank'\]` to be an int.*got 1.0"),
+        ({"bank": True}, r"`options\['bank'\]` to be an int.*got True"),
+        ({"family": "juggling"}, r"`options\['family'\]` to be one of \['chemistry-mix', .*got 'juggling'"),
+        ({"family": ""}, r"`options\['family'\]` to be one of .*got ''"),
+        ({"famliy": "grow-plant"}, r"Unknown reset option\(s\) \['famliy'\]; the options are \['bank', 'family'\]"),
+    ],
+    ids=["bank-too-big", "bank-negative", "bank-str", "bank-float", "bank-bool", "family-unknown", "family-empty",
+         "unknown-key"],
+)
+def test_bad_reset_options_raise_config_error(shared_env, options, match):
+    """A bad option is a programmer error (unlike a bad action): ConfigError naming it and the valid values."""
+    with pytest.raises(ConfigError, match=match):
+        shared_env.reset(seed=0, options=options)
+
+
+def test_reset_options_must_be_a_dict(shared_env):
+    with pytest.raises(ConfigError, match="`options` to be a dict with keys \\['bank', 'family'\\] or None, got list"):
+        shared_env.reset(seed=0, options=["bank", 1])
+
+
+def test_reset_options_do_not_move_later_draws(shared_env):
+    """Naming the bank the seed would draw gives the same episode as not naming it; None means "draw"."""
+    _, drawn = shared_env.reset(seed=5)
+    for index in range(3):
+        _, named = shared_env.reset(seed=5, options={"bank": index, "family": None})
+        if region_ids(named) == region_ids(drawn):
+            assert_same(named, drawn)
+            break
+    else:
+        pytest.fail("no bank index reproduces the drawn region")
+    _, numpy_index = shared_env.reset(seed=5, options={"bank": np.int64(index)})
+    assert_same(numpy_index, drawn)
 
 
 # --- observations and info -----------------------------------------------------------------------------------
@@ -216,6 +254,7 @@ def test_info_region_entries_are_plain_dicts(shared_env, pool):
         stored = by_id[item["id"]]
         assert (stored.kind, stored.text, stored.family) == (item["kind"], item["text"], info["family"])
         assert item["provenance"] == [p.to_dict() for p in stored.provenance] and item["provenance"]
+        assert item["tags"] == list(stored.tags) and item["tags"]  # the acquisition writer tags every entry
         assert item["id"] in obs["region"]
     json.dumps(info)  # plain data all the way down
     budget = obs["budget"]
@@ -244,6 +283,50 @@ def test_render_ansi(env_id):
         warnings.simplefilter("ignore")  # gym.make warns about the mode before the env refuses it
         with pytest.raises(ValueError, match="render_mode"):
             gym.make(env_id, render_mode="human")
+
+
+def test_region_text_for_a_region_that_fits(shared_env):
+    """The region text: a header, one line per entry, then the new region so far (nothing hidden)."""
+    obs, info = shared_env.reset(seed=2)
+    lines = [f"Region family:{info['family']}: {len(info['region'])} entries (read-only evidence)"]
+    for e in info["region"]:
+        prov = ", ".join(f"{p['trajectory_id']}[{p['start']}-{p['end']}]" for p in e["provenance"])
+        lines.append(f"{e['id']} ({e['kind']}, session {e['session']}) {e['text']}  <- {prov}")
+    assert obs["region"] == "\n".join([*lines, "New region so far (0):"])
+    assert "not shown" not in obs["region"]
+
+
+def test_a_long_region_listing_hides_entries_never_the_new_region(env_id):
+    """Over the cap, whole entry lines are dropped from the end of the listing and a line says how many;
+    the new region so far is shown whole, and hidden entries stay reachable through read_entry/search."""
+    cap = 3_000
+    env = make_env(env_id, region_chars=cap, max_tool_calls=100)
+    try:
+        obs, info = env.reset(seed=2)
+        ids = region_ids(info)
+        assert env.observation_space["region"].max_length == cap
+        assert env.observation_space.contains(obs) and len(obs["region"]) <= cap
+        shown = [i for i in ids if i in obs["region"]]
+        hidden = ids[len(shown):]
+        assert shown == ids[: len(shown)] and hidden, "the listing should not fit 3000 characters"
+        assert f"... {len(hidden)} of {len(ids)} entries not shown" in obs["region"]
+        assert "read_entry or search reach them" in obs["region"]
+        assert obs["region"].endswith("New region so far (0):")
+        texts = [f"Lesson {k}: open the door, then look around before you focus on anything." for k in range(6)]
+        for text in texts:
+            obs, _, out = step_ok(env, call("emit", kind="insight", text=text, provenance=ids[:1]))
+        step_ok(env, call("keep", ids=hidden[:2]))
+        obs, _, out = step_ok(env, call("read_entry", id=hidden[-1]))
+        assert out["last_error"] is None and hidden[-1] in obs["result"]
+        tail = "\n".join([f"New region so far ({len(out['emitted'])}):",
+                          *(f"  #{i} {e['id']} ({e['kind']}) {e['text']}" for i, e in enumerate(out["emitted"]))])
+        assert obs["region"].endswith(tail) and len(obs["region"]) <= cap
+        assert env.observation_space.contains(obs)
+        assert sum(i in obs["region"].split("New region so far")[0] for i in ids) < len(shown)  # fewer now
+        with pytest.raises(ConfigError, match="`region_chars`"):
+            make_env(env_id, region_chars=10)
+    finally:
+        env.close()
 
 
 def test_tool_schema_names_every_tool(shared_env):
@@ -546,8 +629,10 @@ def test_unknown_kwarg_is_an_error(env_id):
 def test_frozen_parameters_cannot_be_overridden(env_id, field, value):
     """What defines an id (and so what its reward measures) is frozen: TEST variations in particular are
     reached only through leaderboard tracks, never by `gym.make(id, split="test")`."""
-    with pytest.raises(FrozenParameterError, match=f"`{field}` is frozen"):
+    with pytest.raises(FrozenParameterError, match=f"`{field}` is frozen") as raised:
         gym.make(env_id, **{field: value})
+    assert "ConsolidationEnv(...) directly" in str(raised.value) and "register a new id" in str(raised.value)
+    assert "leaderboard" not in str(raised.value)
     frozen = REGISTERED[env_id]["frozen"]
     if field in frozen:
         gym.make(env_id, **{field: frozen[field]}).close()  # restating the frozen value is fine

@@ -8,10 +8,10 @@ import gymnasium as gym
 import pytest
 
 import dreamer_gym  # noqa: F401 - registers the ids
-from baselines import REGISTRY, run_episode
+from dreamer_gym.consolidators import make_consolidator, run_episode
 from dreamer_gym.envs.tracks import LLM_VARIANTS
 from dreamer_gym.errors import SuiteError
-from dreamer_gym.suites.availability import WEBARENA_VARS
+from dreamer_gym.suites.webarena import WEBARENA_VARS
 
 from helpers import assert_check_env_clean, call, make_env
 
@@ -62,8 +62,8 @@ def test_keep_whole_region_scores_exactly_zero(gen_env):
 def test_oracle_beats_empty_on_a_seeded_region(gen_env):
     """The oracle's abstract procedure solves seeded DEV games that the empty bank cannot."""
     options = {"family": "pick_clean_then_place_in_recep"}
-    oracle = run_episode(gen_env, REGISTRY["oracle"](), seed=1, options=options)
-    empty = run_episode(gen_env, REGISTRY["empty"](), seed=1, options=options)
+    oracle = run_episode(gen_env, make_consolidator("oracle"), seed=1, options=options)
+    empty = run_episode(gen_env, make_consolidator("empty"), seed=1, options=options)
     assert oracle["success_after"] == 1.0 and oracle["score_after"] == 100.0
     assert empty["score_after"] == 0.0
     assert oracle["size_after"]["entries"] < oracle["size_before"]["entries"]
@@ -110,9 +110,9 @@ def test_miniwob_keep_is_zero_and_the_oracle_solves_what_raw_memory_cannot(web_e
     """Raw choose-list procedures name their seed's option ("Select Nicaragua from the list..."): they do
     not transfer. The oracle's template does, in real Chromium."""
     options = {"family": "choose-list"}
-    keep = run_episode(web_env, REGISTRY["keep-all"](), seed=0, options=options)
+    keep = run_episode(web_env, make_consolidator("keep-all"), seed=0, options=options)
     assert keep["return"] == 0.0 and keep["score_after"] == keep["score_before"]
-    oracle = run_episode(web_env, REGISTRY["oracle"](), seed=0, options=options)
+    oracle = run_episode(web_env, make_consolidator("oracle"), seed=0, options=options)
     assert oracle["score_after"] == 100.0 and oracle["success_after"] == 1.0
     assert oracle["score_before"] < 100.0
 
@@ -123,7 +123,7 @@ def test_no_browser_outlives_close():
 
     before = set(psutil.Process().children(recursive=True))  # other fixtures' browsers are not ours
     env = make_env(WEB_ID, eval_in_family=1, eval_other=0)
-    run_episode(env, REGISTRY["oracle"](), seed=0, options={"family": "click-tab"})
+    run_episode(env, make_consolidator("oracle"), seed=0, options={"family": "click-tab"})
     children = [p for p in psutil.Process().children(recursive=True) if p not in before]
     assert any("chrom" in p.name().lower() for p in children)  # the evaluation started a real browser
     env.close()

@@ -191,6 +191,27 @@ def test_close_leaves_no_child_processes(cache, dev_games):
     s.close()  # closing twice is fine
 
 
+def test_engines_belong_to_the_pool_a_suite_owns_or_is_given(cache, dev_games):
+    """No process-wide engine pool: a suite takes its engine from its own pool or the one it is given, and
+    gives it back on close, so suites sharing a pool reuse one engine."""
+    pool = gen.EnginePool()
+    task = EpisodeTask("pick_and_place_simple", DEV_ID)
+    assert ALFWorldSuite(source="generated", cache_dir=cache).engine_pool is not pool
+    with ALFWorldSuite(source="generated", cache_dir=cache, engine_pool=pool) as first:
+        first.start(task)
+        assert len(pool) == 0
+    assert len(pool) == 1
+    engine = pool.acquire()
+    pool.release(engine)
+    with ALFWorldSuite(source="generated", cache_dir=cache, engine_pool=pool) as second:
+        second.start(task)
+        assert len(pool) == 0  # it took the idle engine instead of making one
+    assert len(pool) == 1 and pool.acquire() is engine
+    pool.release(engine)
+    pool.close()
+    assert len(pool) == 0
+
+
 # --- official games ------------------------------------------------------------------------------------------
 def test_official_without_data_fails_fast(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path))

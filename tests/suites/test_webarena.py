@@ -16,9 +16,9 @@ import pytest
 
 from dreamer_gym.errors import SuiteError
 from dreamer_gym.suites import SUITES, make_suite
-from dreamer_gym.suites.availability import WEBARENA_VARS, check_available
 from dreamer_gym.suites.base import SPLITS, EpisodeTask, TaskSuite
-from dreamer_gym.suites.webarena import FAMILIES, WebArenaSuite, split_of, task_table
+from dreamer_gym.suites.registry import check_available
+from dreamer_gym.suites.webarena import FAMILIES, WEBARENA_VARS, WebArenaSuite, split_of, task_table
 
 PACKAGE_INSTALLED = importlib.util.find_spec("browsergym") is not None and (
     importlib.util.find_spec("browsergym.webarena") is not None

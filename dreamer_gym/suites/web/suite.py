@@ -168,6 +168,12 @@ class BrowserGymSuite:
         focused = self._page.focused()
         return f"focused: {focused.describe()}" if focused is not None else ""
 
+    def look(self) -> str:
+        """The page as text now (a page has no separate look action; this spends no move)."""
+        if self._page is None:
+            raise RuntimeError("call start() first")
+        return self._page.text
+
     def valid_actions(self) -> tuple[str, ...]:
         """Closed-form semantic actions over the rendered controls now (typing is open: ``type "TEXT" into
         "FIELD"`` is accepted but not listed)."""

@@ -5,7 +5,7 @@
 2. The LLM agent next to the memory-following agent on the same DEV episodes with the same retrieved
    entries (raw banks, and the oracle's consolidated banks): mean score and success.
 
-``python -m baselines.llm_study --out runs/llm_study`` writes ``summary.json`` and prints markdown
+``python -m dreamer_gym.studies.llm_study --out runs/llm_study`` writes ``summary.json`` and prints markdown
 tables (docs/llm.md quotes them). Every number comes from one run; nothing is estimated.
 """
 from __future__ import annotations
@@ -21,10 +21,10 @@ import gymnasium as gym
 from tqdm.auto import tqdm
 
 import dreamer_gym  # noqa: F401 - registers the ids
-from baselines.base import run_episode
-from baselines.oracle import OracleConsolidator
-from baselines.prompted import PromptedConsolidator
 from dreamer_gym.agents import AgentConfig
+from dreamer_gym.consolidators.base import run_episode
+from dreamer_gym.consolidators.oracle import OracleConsolidator
+from dreamer_gym.consolidators.prompted import PromptedConsolidator
 from dreamer_gym.evaluation import EvalEpisode, Evaluator
 from dreamer_gym.llm import LLMConfig, make_backend
 from dreamer_gym.suites.base import EpisodeTask

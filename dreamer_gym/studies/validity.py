@@ -16,7 +16,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from baselines import REGISTRY, run_episode
+from dreamer_gym.consolidators import make_consolidator, run_episode
 
 POLICIES = ("oracle", "keep-all", "dedupe", "empty", "blind", "prose-oracle", "wrong-procedures")
 # (a, b, expectation): "greater" means a > b with a CI excluding 0; "equal" means the CI contains 0.
@@ -31,14 +31,17 @@ COMPARISONS: tuple[tuple[str, str, str], ...] = (
 
 @dataclass(frozen=True)
 class ValidityConfig:
-    env_id: str = "MemoryConsolidation-ScienceWorld-v0"
-    families: tuple[str, ...] | None = None  # None: every family in the pool
-    seeds: tuple[int, ...] = (0, 1, 2)
-    episodes_per_family: int = 5
-    policies: tuple[str, ...] = POLICIES
-    workers: int = 0
-    bootstrap_resamples: int = 4000
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    """The study's settings; ``dreamer-gym validity`` generates its flags from these fields."""
+
+    env_id: str = field(default="MemoryConsolidation-ScienceWorld-v0", metadata={"help": "env id"})
+    families: tuple[str, ...] | None = field(default=None, metadata={"help": "None: every family in the pool"})
+    seeds: tuple[int, ...] = field(default=(0, 1, 2), metadata={"help": "one region per family and seed"})
+    episodes_per_family: int = field(default=5, metadata={
+        "help": "DEV episodes of the region's family per commit (none of other families)"})
+    policies: tuple[str, ...] = field(default=POLICIES, metadata={"help": "registered consolidator names"})
+    workers: int = field(default=0, metadata={"help": "evaluation worker processes (0 = in-process)"})
+    bootstrap_resamples: int = field(default=4000, metadata={"help": "resamples per bootstrap CI"})
+    env_kwargs: dict[str, Any] = field(default_factory=dict, metadata={"help": "more gym.make keyword arguments"})
 
 
 def collect(config: ValidityConfig, progress: bool = True) -> list[dict[str, Any]]:
@@ -56,7 +59,7 @@ def collect(config: ValidityConfig, progress: bool = True) -> list[dict[str, Any
         records = []
         for family, seed, policy in tqdm(jobs, desc="validity", disable=not progress):
             options = {"family": family, "bank": seed % len(pool.banks)}
-            info = run_episode(env, REGISTRY[policy](), seed=seed, options=options)
+            info = run_episode(env, make_consolidator(policy), seed=seed, options=options)
             for i, ep in enumerate(info["episodes"]):
                 records.append({
                     "policy": policy, "family": family, "seed": seed, "episode": i,

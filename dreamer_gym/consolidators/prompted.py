@@ -20,7 +20,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from baselines.base import call
+from dreamer_gym.consolidators.base import call
 from dreamer_gym.envs.schema import tool_call_schema
 from dreamer_gym.envs.tools import TOOLS
 from dreamer_gym.envs.wrappers import render_state, system_prompt

@@ -7,8 +7,8 @@ import json
 import jsonschema
 import pytest
 
-from baselines.base import run_episode
-from baselines.prompted import PromptedConsolidator, extract_json_object
+from dreamer_gym.consolidators.base import run_episode
+from dreamer_gym.consolidators.prompted import PromptedConsolidator, extract_json_object
 from dreamer_gym.envs.schema import tool_call_schema
 from dreamer_gym.envs.tools import TOOLS
 

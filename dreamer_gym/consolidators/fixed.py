@@ -6,7 +6,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from baselines.base import call
+from dreamer_gym.consolidators.base import call
 from dreamer_gym.memory.tokens import tokenize
 
 

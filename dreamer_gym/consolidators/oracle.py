@@ -1,0 +1,115 @@
+"""The oracle consolidator (upper reference) and the decoys that check the reward's validity.
+
+The oracle knows nothing of any suite: it writes what the suite's :class:`~dreamer_gym.suites.SuiteSpec`
+holds for the region's family, ``spec.procedures[family]`` (abstractions of TRAIN gold paths written by
+hand, in the open, in each suite's module: navigation prefixes dropped, variation-specific values
+replaced by ``<slots>``) and ``spec.oracle_facts(family, pool.train_gold)`` (facts mined from the
+TRAIN gold paths programmatically). Because the oracle and the memory-following agent come from the
+same hands, two decoys check that the reward measures content and not format:
+
+* ``prose-oracle``: the oracle's procedures rephrased as prose; must score like the oracle;
+* ``wrong-procedures``: well-formatted procedures with the wrong steps; must score below the raw region.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import gymnasium as gym
+
+from dreamer_gym.consolidators.base import call
+from dreamer_gym.errors import ConfigError
+from dreamer_gym.suites import OracleProcedure, SuiteSpec, get_suite_spec
+
+
+def _spec(env: gym.Env) -> SuiteSpec:
+    spec = get_suite_spec(env.unwrapped.config.suite)
+    if not spec.has_gold_paths:
+        raise ConfigError(f"Suite {spec.name!r} has no gold paths, so the oracle and its decoys cannot run on it; "
+                          "use a suite whose SuiteSpec has has_gold_paths=True")
+    return spec
+
+
+def _family_task(env: gym.Env, family: str) -> str:
+    """The task's goal as the suite words it on TRAIN variations ("find a(n) living thing")."""
+    texts = env.unwrapped.pool.trajectories.values()
+    for traj in sorted(texts, key=lambda t: t.id):
+        if traj.family == family:
+            return traj.task_description.split(".")[0].replace("Your task is to ", "").strip()
+    return family.replace("-", " ")
+
+
+def _goal(env: gym.Env, family: str, procedure: OracleProcedure | None) -> str:
+    """A procedure's goal template, or the family's task text where the procedure has none."""
+    if procedure is not None and procedure.goal is not None:
+        return procedure.goal
+    return _family_task(env, family)
+
+
+def _anchor(info: dict[str, Any]) -> list[str]:
+    procs = [e["id"] for e in info["region"] if e["kind"] == "procedure"]
+    return (procs or [e["id"] for e in info["region"]])[:8]
+
+
+class OracleConsolidator:
+    """Replaces the region with its family's abstract procedure and facts from the suite's spec."""
+
+    name = "oracle"
+
+    def texts(self, env: gym.Env, family: str) -> list[tuple[str, str]]:
+        """``(kind, text)`` of every entry the oracle writes for ``family``."""
+        spec = _spec(env)
+        procedure = spec.procedures.get(family)
+        out = [("procedure", f"To {_goal(env, family, procedure)}: {procedure.steps}.")] if procedure else []
+        if spec.oracle_facts is not None:
+            out += [("fact", f) for f in spec.oracle_facts(family, env.unwrapped.pool.train_gold)]
+        return out
+
+    def actions(self, env: gym.Env, obs: dict[str, Any], info: dict[str, Any]) -> Iterator[str]:
+        if not info["region"]:
+            yield call("commit")
+            return
+        for kind, text in self.texts(env, info["family"]):
+            yield call("emit", kind=kind, text=text, provenance=_anchor(info))
+        yield call("commit")
+
+
+def as_prose(steps_text: str) -> str:
+    """Rephrase a comma-separated procedure as sentences with varied connectives."""
+    steps = [s.strip() for s in steps_text.split(",") if s.strip()]
+    joiners = ["First, {}.", "After that, {}.", "Next you should {}.", "Then {}.", "Once done, {}."]
+    sentences = [joiners[0].format(steps[0])] if steps else []
+    for i, step in enumerate(steps[1:], start=1):
+        sentences.append(joiners[1 + (i % (len(joiners) - 1))].format(step))
+    return " ".join(sentences)
+
+
+class ProseOracleDecoy(OracleConsolidator):
+    """The oracle's entries with each procedure rephrased as prose: must score like the oracle."""
+
+    name = "prose-oracle"
+
+    def texts(self, env: gym.Env, family: str) -> list[tuple[str, str]]:
+        out = []
+        for kind, text in super().texts(env, family):
+            if kind == "procedure":
+                head, _, body = text.partition(": ")
+                text = f"{head}. " + as_prose(body.rstrip("."))
+            out.append((kind, text))
+        return out
+
+
+class WrongProcedureDecoy(OracleConsolidator):
+    """Well-formatted, on-topic procedures whose steps belong to another family: the goal of this family,
+    the steps of the next family in sorted order of the suite's procedures (a family without a procedure
+    gets the first family's steps)."""
+
+    name = "wrong-procedures"
+
+    def texts(self, env: gym.Env, family: str) -> list[tuple[str, str]]:
+        procedures = _spec(env).procedures
+        names = sorted(procedures)
+        if not names:
+            return []
+        other = names[(names.index(family) + 1) % len(names)] if family in procedures else names[0]
+        return [("procedure", f"To {_goal(env, family, procedures.get(family))}: {procedures[other].steps}.")]

@@ -1,0 +1,95 @@
+"""The consolidator registry: name -> factory. One line per built-in consolidator, imported on first use
+(so looking up ``keep-all`` never imports an LLM stack); other packages add theirs with
+:func:`register_consolidator` or an entry point in the ``dreamer_gym.consolidators`` group::
+
+    # pyproject.toml of your package
+    [project.entry-points."dreamer_gym.consolidators"]
+    mine = "my_pkg.policy:MyConsolidator"
+
+An entry point names a class or any factory: ``make_consolidator(name, **kwargs)`` calls it with
+``kwargs`` and checks that what comes back has ``actions(env, obs, info)``. The CLI then runs it by name:
+``dreamer-gym consolidate --consolidator mine``.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Any
+
+from dreamer_gym.consolidators.base import Consolidator
+from dreamer_gym.errors import ConfigError
+from dreamer_gym.suites.spec import resolve
+
+ENTRY_POINT_GROUP = "dreamer_gym.consolidators"
+
+# name -> "module:factory" of the built-in consolidators (the one line a new built-in adds)
+BUILTIN: dict[str, str] = {
+    "keep-all": "dreamer_gym.consolidators.fixed:KeepAllConsolidator",
+    "empty": "dreamer_gym.consolidators.fixed:EmptyConsolidator",
+    "dedupe": "dreamer_gym.consolidators.fixed:DedupeConsolidator",
+    "blind": "dreamer_gym.consolidators.fixed:BlindConsolidator",
+    "oracle": "dreamer_gym.consolidators.oracle:OracleConsolidator",
+    "prose-oracle": "dreamer_gym.consolidators.oracle:ProseOracleDecoy",
+    "wrong-procedures": "dreamer_gym.consolidators.oracle:WrongProcedureDecoy",
+    "random": "dreamer_gym.consolidators.random_policy:RandomConsolidator",
+    "prompted": "dreamer_gym.consolidators.prompted:PromptedConsolidator",
+}
+
+_REGISTERED: dict[str, str | Callable[..., Consolidator]] = {}
+
+_HOW_TO_REGISTER = (
+    "register one with dreamer_gym.consolidators.register_consolidator(name, factory), or install an entry "
+    f"point in the {ENTRY_POINT_GROUP!r} group (mine = \"my_pkg.policy:MyConsolidator\")"
+)
+
+
+def register_consolidator(name: str, factory: str | Callable[..., Consolidator], *, replace: bool = False) -> None:
+    """Make ``factory`` (a class, a callable or a ``"module:attr"`` string) known as ``name``."""
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"Expected a consolidator name such as 'my-policy', got {name!r}")
+    if not (callable(factory) or isinstance(factory, str)):
+        raise ConfigError(f"Expected a class, a callable or a 'module:attr' string for {name!r}, "
+                          f"got {type(factory).__name__}")
+    known = _REGISTERED.get(name, BUILTIN.get(name))
+    if known is not None and known != factory and not replace:
+        raise ConfigError(f"A different consolidator is already registered as {name!r}; pass replace=True to override it")
+    _REGISTERED[name] = factory
+
+
+def _plugin_refs() -> dict[str, str]:
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def consolidator_names() -> tuple[str, ...]:
+    """Every consolidator name this process can build: built-in, registered and installed as entry points."""
+    return tuple(sorted({*BUILTIN, *_REGISTERED, *_plugin_refs()}))
+
+
+def get_consolidator_factory(name: str) -> Callable[..., Consolidator]:
+    """The class or factory registered as ``name`` (imported now)."""
+    ref = _REGISTERED.get(name) or BUILTIN.get(name) or _plugin_refs().get(name)
+    if ref is None:
+        raise ConfigError(f"unknown consolidator {name!r}; known: {list(consolidator_names())}; {_HOW_TO_REGISTER}")
+    try:
+        factory = resolve(ref)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ConfigError(f"consolidator {name!r} points at {ref!r}, which cannot be loaded: "
+                          f"{type(exc).__name__}: {exc}") from exc
+    if not callable(factory):
+        raise ConfigError(f"consolidator {name!r} points at {ref!r}, which is a {type(factory).__name__}, "
+                          "not a class or factory")
+    return factory
+
+
+def make_consolidator(name: str, **kwargs: Any) -> Consolidator:
+    """A new consolidator by registered name, built with ``kwargs``.
+
+    Raises:
+        ConfigError: ``name`` is unknown (the message lists the known names and how to register one), or
+            its factory returned something without ``actions(env, obs, info)``.
+    """
+    policy = get_consolidator_factory(name)(**kwargs)
+    if not callable(getattr(policy, "actions", None)):
+        raise ConfigError(f"consolidator {name!r} built a {type(policy).__name__}, which has no "
+                          "actions(env, obs, info) method (see dreamer_gym.consolidators.Consolidator)")
+    return policy

@@ -1,0 +1,57 @@
+"""The ``region`` text of the env's observation and the ``info["region"]`` dicts.
+
+The region listing is rendered once per reset (the region is read-only); each step adds the new region
+so far. When the whole does not fit the ``Text`` cap, whole entry lines are dropped from the end of the
+*listing* and one line says how many are hidden and that ``read_entry``/``search`` reach them; the new
+region so far is never shortened (unless it alone exceeds the cap: then its end is cut).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from dreamer_gym.envs.spaces import sanitize
+from dreamer_gym.memory import MemoryEntry
+
+
+def entry_dict(entry: MemoryEntry) -> dict[str, Any]:
+    """One ``info["region"]`` item: plain data for non-text policies."""
+    return {"id": entry.id, "kind": entry.kind, "text": entry.text,
+            "provenance": [p.to_dict() for p in entry.provenance], "session": entry.session,
+            "tags": list(entry.tags)}
+
+
+def hidden_note(hidden: int, total: int) -> str:
+    return f"... {hidden} of {total} entries not shown (too long to list); read_entry or search reach them"
+
+
+class RegionView:
+    """The read-only listing of one region, fitted with the new region so far into ``cap`` characters."""
+
+    def __init__(self, name: str, entries: Sequence[MemoryEntry], cap: int) -> None:
+        self.cap = cap
+        self.head = f"Region {name}: {len(entries)} entries (read-only evidence)"
+        self.lines: list[str] = []
+        for entry in entries:
+            prov = ", ".join(f"{p.trajectory_id}[{p.start}-{p.end}]" for p in entry.provenance)
+            self.lines.append(f"{entry.id} ({entry.kind}, session {entry.session}) {entry.text}  <- {prov}")
+        self.listing = "\n".join([self.head, *self.lines])
+
+    def _fitted_listing(self, room: int) -> str:
+        """The listing in at most ``room`` characters: a prefix of the entry lines and the hidden note."""
+        total, used, shown = len(self.lines), len(self.head), 0
+        for line in self.lines:  # the longest prefix that leaves room for the note
+            if used + 1 + len(line) + 1 + len(hidden_note(total, total)) > room:
+                break
+            used += 1 + len(line)
+            shown += 1
+        return "\n".join([self.head, *self.lines[:shown], hidden_note(total - shown, total)])
+
+    def text(self, emitted: Sequence[MemoryEntry]) -> str:
+        """The listing, then the new region so far (``#i id (kind) text``), in at most ``cap`` characters."""
+        tail = "\n".join([f"New region so far ({len(emitted)}):",
+                          *(f"  #{i} {e.id} ({e.kind}) {e.text}" for i, e in enumerate(emitted))])
+        if len(self.listing) + 1 + len(tail) <= self.cap:
+            return sanitize(f"{self.listing}\n{tail}", self.cap)
+        listing = self._fitted_listing(self.cap - 1 - len(tail))
+        return sanitize(f"{listing}\n{tail}", self.cap)  # cuts the tail's end only if it alone is over the cap

@@ -1,0 +1,41 @@
+"""The oracle is suite-generic (it reads each suite's SuiteSpec) and writes, byte for byte, what the
+suite-specific oracle wrote before it moved: ``data/oracle_texts.json`` was dumped from that one."""
+from __future__ import annotations
+
+import json
+import types
+from pathlib import Path
+
+import pytest
+
+from dreamer_gym.consolidators import OracleConsolidator, ProseOracleDecoy, WrongProcedureDecoy
+from dreamer_gym.errors import ConfigError
+from dreamer_gym.pool import load_pool
+from dreamer_gym.suites import get_suite_spec
+
+EXPECTED = json.loads((Path(__file__).parent / "data" / "oracle_texts.json").read_text())
+POOLS = {"scienceworld": "scienceworld-v0", "alfworld-gen": "alfworld-gen-v0", "miniwob": "miniwob-v0"}
+
+
+def _env(suite: str) -> types.SimpleNamespace:
+    """What the oracle reads of an env: its pool and its suite's name (no simulator needed)."""
+    return types.SimpleNamespace(unwrapped=types.SimpleNamespace(
+        pool=load_pool(POOLS[suite]), config=types.SimpleNamespace(suite=suite)))
+
+
+@pytest.mark.parametrize("suite", sorted(POOLS))
+def test_oracle_and_decoys_write_what_they_wrote_before_they_became_generic(suite: str) -> None:
+    env = _env(suite)
+    expected = EXPECTED[suite]
+    families = sorted({*env.unwrapped.pool.families, *get_suite_spec(suite).procedures})
+    for policy in (OracleConsolidator(), ProseOracleDecoy(), WrongProcedureDecoy()):
+        assert sorted(expected[policy.name]) == families
+        for family in families:
+            got = [list(t) for t in policy.texts(env, family)]
+            assert got == expected[policy.name][family], (policy.name, family)
+
+
+def test_oracle_refuses_a_suite_without_gold_paths() -> None:
+    env = types.SimpleNamespace(unwrapped=types.SimpleNamespace(config=types.SimpleNamespace(suite="webarena")))
+    with pytest.raises(ConfigError, match="has no gold paths"):
+        OracleConsolidator().texts(env, "shopping")

@@ -1,0 +1,36 @@
+"""What an install puts on the path: `dreamer_gym` and nothing else. `baselines/` and `leaderboards/` are
+folders of configs and docs in the repository, not top-level packages (both names are taken on PyPI)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+
+
+@pytest.mark.parametrize("name", ["baselines", "leaderboards"])
+def test_repository_folders_are_not_installed_packages(tmp_path: Path, name: str) -> None:
+    proc = _python(f"import {name}", tmp_path)
+    assert proc.returncode != 0 and f"ModuleNotFoundError: No module named '{name}'" in proc.stderr
+    assert not (ROOT / name / "__init__.py").exists()
+    assert (ROOT / name / "README.md").is_file()
+
+
+def test_the_library_rooms_import_from_anywhere(tmp_path: Path) -> None:
+    proc = _python("import dreamer_gym.consolidators, dreamer_gym.studies.validity; print('ok')", tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+def test_only_dreamer_gym_is_packaged() -> None:
+    find = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    assert find["include"] == ["dreamer_gym*"]
