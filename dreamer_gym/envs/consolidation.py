@@ -255,7 +255,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
 
     # --- observation ---------------------------------------------------------------------------------------------
     def region_text(self) -> str:
-        """The observation's ``region`` before sanitising: the listing, then the new region so far."""
+        """The observation's ``region``: the listing, then the new region so far (sanitised, within the cap)."""
         return "" if self._ws is None else self._view.text(self._ws.emitted)
 
     def _obs(self) -> dict[str, Any]:
@@ -263,7 +263,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         emitted, n_new, size = (0, 0, 0) if ws is None else (len(ws.emitted), ws.n_new, len(ws.entries))
         budget = np.array([max(self._calls_left, 0), self.config.max_emitted - n_new, emitted, size], dtype=np.int64)
         return {
-            "region": sanitize(self.region_text(), self.region_chars),
+            "region": self.region_text(),  # sanitised and fitted to the cap by the region view
             "result": sanitize(self._last_result, RESULT_CHARS),
             "budget": budget,
         }

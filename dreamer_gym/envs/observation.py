@@ -13,6 +13,8 @@ from typing import Any
 from dreamer_gym.envs.spaces import sanitize
 from dreamer_gym.memory import MemoryEntry
 
+_UNCAPPED = 1 << 40  # sanitize() without a length cap
+
 
 def entry_dict(entry: MemoryEntry) -> dict[str, Any]:
     """One ``info["region"]`` item: plain data for non-text policies."""
@@ -30,11 +32,14 @@ class RegionView:
 
     def __init__(self, name: str, entries: Sequence[MemoryEntry], cap: int) -> None:
         self.cap = cap
-        self.head = f"Region {name}: {len(entries)} entries (read-only evidence)"
+        # sanitised once here (it maps characters one by one, so parts sanitised apart join to the same text);
+        # each step then sanitises only the new region so far
+        self.head = sanitize(f"Region {name}: {len(entries)} entries (read-only evidence)", _UNCAPPED)
         self.lines: list[str] = []
         for entry in entries:
             prov = ", ".join(f"{p.trajectory_id}[{p.start}-{p.end}]" for p in entry.provenance)
-            self.lines.append(f"{entry.id} ({entry.kind}, session {entry.session}) {entry.text}  <- {prov}")
+            self.lines.append(sanitize(f"{entry.id} ({entry.kind}, session {entry.session}) {entry.text}  <- {prov}",
+                                       _UNCAPPED))
         self.listing = "\n".join([self.head, *self.lines])
 
     def _fitted_listing(self, room: int) -> str:
@@ -48,10 +53,11 @@ class RegionView:
         return "\n".join([self.head, *self.lines[:shown], hidden_note(total - shown, total)])
 
     def text(self, emitted: Sequence[MemoryEntry]) -> str:
-        """The listing, then the new region so far (``#i id (kind) text``), in at most ``cap`` characters."""
-        tail = "\n".join([f"New region so far ({len(emitted)}):",
-                          *(f"  #{i} {e.id} ({e.kind}) {e.text}" for i, e in enumerate(emitted))])
+        """The listing, then the new region so far (``#i id (kind) text``), sanitised, in at most ``cap``
+        characters."""
+        tail = sanitize("\n".join([f"New region so far ({len(emitted)}):",
+                                   *(f"  #{i} {e.id} ({e.kind}) {e.text}" for i, e in enumerate(emitted))]), _UNCAPPED)
         if len(self.listing) + 1 + len(tail) <= self.cap:
-            return sanitize(f"{self.listing}\n{tail}", self.cap)
+            return f"{self.listing}\n{tail}"
         listing = self._fitted_listing(self.cap - 1 - len(tail))
         return sanitize(f"{listing}\n{tail}", self.cap)  # cuts the tail's end only if it alone is over the cap
