@@ -2,12 +2,14 @@
 
 One protocol (:class:`Consolidator`: ``actions(env, obs, info)`` yields JSON tool calls), a runner
 (:func:`run_episode`) and a registry (:func:`make_consolidator`, :func:`consolidator_names`; add your own
-with :func:`register_consolidator` or an entry point in the ``dreamer_gym.consolidators`` group). Built in:
+with :func:`register_consolidator` or an entry point in the ``dreamer_gym.consolidators`` group) and a
+conformance check (:func:`check_consolidator`). Built in:
 the fixed baselines (``keep-all``, ``empty``, ``dedupe``, ``blind``), ``random``, the ``oracle`` and its
 decoys (``prose-oracle``, ``wrong-procedures``) and the zero-shot LLM policy ``prompted`` (imported only
 when built: it needs the ``llm`` extra).
 """
 from dreamer_gym.consolidators.base import Consolidator, call, run_episode
+from dreamer_gym.consolidators.check import ConsolidatorCheckError, ConsolidatorReport, check_consolidator
 from dreamer_gym.consolidators.fixed import (
     BlindConsolidator,
     DedupeConsolidator,
@@ -28,6 +30,8 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "BlindConsolidator",
     "Consolidator",
+    "ConsolidatorCheckError",
+    "ConsolidatorReport",
     "DedupeConsolidator",
     "EmptyConsolidator",
     "KeepAllConsolidator",
@@ -36,6 +40,7 @@ __all__ = [
     "RandomConsolidator",
     "WrongProcedureDecoy",
     "call",
+    "check_consolidator",
     "consolidator_names",
     "get_consolidator_factory",
     "make_consolidator",
