@@ -49,10 +49,9 @@ def profile_for(suite_name: str) -> AcquisitionProfile:
 
 def noisy_expert_actions(
     gold: Sequence[str], rng: np.random.Generator, noise: float, config: AcquisitionConfig,
-    profile: AcquisitionProfile | None = None,
+    profile: AcquisitionProfile,
 ) -> list[str]:
     """Perturb a gold path: detours, skipped steps and wrong steps, more of them when ``noise`` is high."""
-    profile = profile or profile_for("scienceworld")
     actions: list[str] = []
     for action in gold:
         if rng.random() < config.detour_prob * noise:
@@ -77,9 +76,9 @@ def play(suite: TaskSuite, task: EpisodeTask, actions: Sequence[str], session: i
     return Trajectory(task.family, task.variation, description, tuple(steps), steps[-1].score, session)
 
 
-def write_entries(traj: Trajectory, profile: AcquisitionProfile | None = None) -> list[MemoryEntry]:
-    """The rule-based writer: what a fast per-session memory writer records from one trajectory."""
-    profile = profile or profile_for("scienceworld")
+def write_entries(traj: Trajectory, profile: AcquisitionProfile) -> list[MemoryEntry]:
+    """The rule-based writer: what a fast per-session memory writer records from one trajectory; ``profile``
+    (the suite's, :func:`profile_for`) says where it reads locations and what a goal clause is."""
     fam, task, session = traj.family, profile.goal(traj.task_description), traj.session
     last = len(traj.steps) - 1
     whole = (Provenance(traj.id, 0, last),)
