@@ -34,3 +34,20 @@ def test_the_library_rooms_import_from_anywhere(tmp_path: Path) -> None:
 def test_only_dreamer_gym_is_packaged() -> None:
     find = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
     assert find["include"] == ["dreamer_gym*"]
+
+
+def test_the_wheel_holds_dreamer_gym_only(tmp_path: Path) -> None:
+    """What `pip install dreamer-gym` would put in site-packages: build the wheel and list its top level."""
+    import shutil
+    import zipfile
+
+    # a clean copy: setuptools builds in place, and a stale build/ folder could leak old modules into the wheel
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".venv*", "build", "dist", "runs", "*.egg-info",
+                                                             "__pycache__", ".pytest_cache", ".benchmarks"))
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                           str(tmp_path / "dist"), str(src)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (wheel,) = (tmp_path / "dist").glob("dreamer_gym-*.whl")
+    top = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
+    assert top == {"dreamer_gym", f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.dist-info"}, top
