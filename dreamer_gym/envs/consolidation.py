@@ -211,7 +211,8 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         before, after = self._evaluate(ws.bank, new_bank)
         tokens_before = sum(count_tokens(e.text) for e in ws.entries.values())
         tokens_after = sum(count_tokens(e.text) for e in ws.emitted)
-        breakdown = reward_from_results(before, after, tokens_before, tokens_after, self.config.size_coef)
+        in_family = [e.task.family == ws.family for e in self._episodes]
+        breakdown = reward_from_results(before, after, tokens_before, tokens_after, self.config.size_coef, in_family)
         self._last_result = (
             f"Committed {len(ws.emitted)} entries. Score {breakdown.score_before:.1f} -> {breakdown.score_after:.1f}; "
             f"region tokens {tokens_before} -> {tokens_after}."
@@ -240,6 +241,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
             "size_before": {"entries": len(ws.region.entry_ids), "tokens": tokens[0]},
             "size_after": {"entries": len(ws.emitted), "tokens": tokens[1]},
             "reward_components": reward.components(),
+            "score_delta_parts": reward.score_delta_parts(),
             "episode_errors": [r.error for r in (*before, *after) if r.error],
             "reward_agent": dataclasses.asdict(self.evaluator.agent_config),  # incl. the LLM, never a key
             # what the score was measured on; "alfworld-gen" games are generated, never the official splits
@@ -248,7 +250,8 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
             "bank_before": ws.bank.hash,
             "bank_after": new_bank.hash,
             "episodes": [
-                {"family": e.task.family, "variation": e.task.variation, "before": b.score, "after": a.score}
+                {"family": e.task.family, "variation": e.task.variation, "in_family": e.task.family == ws.family,
+                 "before": b.score, "after": a.score}
                 for e, b, a in zip(self._episodes, before, after)
             ],
         }

@@ -1,8 +1,14 @@
 """The commit reward as one pure function of evaluation results (no simulator, no env state).
 
 ``reward_from_results`` is the only place that turns the downstream agent's scores and the region's
-sizes into a reward; :class:`~dreamer_gym.envs.consolidation.ConsolidationEnv` calls it at commit and
-records its parts in ``info["reward_components"]``. See docs/env.md, "Reward".
+sizes into a reward; the reward service calls it at commit and the env records its parts in
+``info["reward_components"]`` and ``info["score_delta_parts"]``. See docs/env.md, "Reward".
+
+Other-family episodes can only cost. They are there to punish a new region that hijacks the retrieval of
+tasks it was not written for; an improvement on one of them earns nothing (per episode: ``min(0, after -
+before)``), so content unrelated to the region (a constant text with good procedures for every family,
+retrieval bait) cannot be paid through them. Per episode rather than per commit, so a gain on one
+other-family episode cannot buy back a hijack on another.
 """
 from __future__ import annotations
 
@@ -22,21 +28,30 @@ def mean_score(results: Sequence[EpisodeResult]) -> float:
 @dataclass(frozen=True)
 class RewardBreakdown:
     """The commit reward and its parts (``total = score_delta + size``; invalid-call penalties are paid
-    at each step, outside this)."""
+    at each step, outside this). ``score_delta = in_family + other_family``."""
 
-    score_before: float  # mean clipped score with bank v0
+    score_before: float  # mean clipped score with bank v0, every episode
     score_after: float  # mean clipped score with bank v1, same episodes
-    score_delta: float  # (score_after - score_before) / 100
+    score_delta: float  # what the reward pays for scores: in_family + other_family
     size: float  # -size_coef * relative change of the region's tokens
     total: float
+    in_family: float = 0.0  # sum of (after - before) over the region's own episodes / (100 n)
+    other_family: float = 0.0  # sum of min(0, after - before) over other families' episodes / (100 n); <= 0
+    other_family_unpaid: float = 0.0  # the other-family gains the rule did not pay, same scale; >= 0
 
     def components(self) -> dict[str, float]:
-        """``info["reward_components"]``."""
+        """``info["reward_components"]``: the summands of ``total``."""
         return {"score_delta": self.score_delta, "size": self.size}
+
+    def score_delta_parts(self) -> dict[str, float]:
+        """``info["score_delta_parts"]``: where ``score_delta`` came from, and what it declined to pay."""
+        return {"in_family": self.in_family, "other_family": self.other_family,
+                "other_family_unpaid": self.other_family_unpaid}
 
 
 def reward_from_results(before: Sequence[EpisodeResult], after: Sequence[EpisodeResult], tokens_before: int,
-                        tokens_after: int, size_coef: float) -> RewardBreakdown:
+                        tokens_after: int, size_coef: float,
+                        in_family: Sequence[bool] | None = None) -> RewardBreakdown:
     """The commit reward from the same episodes played with bank v0 (``before``) and bank v1 (``after``).
 
     Args:
@@ -45,12 +60,24 @@ def reward_from_results(before: Sequence[EpisodeResult], after: Sequence[Episode
         tokens_before: tokens of the region's entries.
         tokens_after: tokens of the new region's entries.
         size_coef: reward per relative change of region tokens (``ConsolidationConfig.size_coef``).
+        in_family: per episode, whether it is of the region's family; ``None`` = all of them. An
+            other-family episode pays ``min(0, after - before)``: it can only cost.
 
     Example:
         >>> reward_from_results([], [], tokens_before=100, tokens_after=50, size_coef=0.02).size
         0.01
     """
-    score_before, score_after = mean_score(before), mean_score(after)
-    score_delta = (score_after - score_before) / 100.0
+    if len(before) != len(after):
+        raise ValueError(f"Expected as many results after as before, got {len(after)} and {len(before)}")
+    own = [True] * len(before) if in_family is None else [bool(x) for x in in_family]
+    if len(own) != len(before):
+        raise ValueError(f"Expected one `in_family` flag per episode ({len(before)}), got {len(own)}")
+    n = max(len(before), 1)
+    deltas = [a.score - b.score for b, a in zip(before, after)]
+    in_part = sum(d for d, o in zip(deltas, own) if o) / (100.0 * n)
+    other_part = sum(min(0.0, d) for d, o in zip(deltas, own) if not o) / (100.0 * n)
+    unpaid = sum(max(0.0, d) for d, o in zip(deltas, own) if not o) / (100.0 * n)
+    score_delta = in_part + other_part
     size = -size_coef * (tokens_after - tokens_before) / max(tokens_before, 1)
-    return RewardBreakdown(score_before, score_after, score_delta, size, score_delta + size)
+    return RewardBreakdown(mean_score(before), mean_score(after), score_delta, size, score_delta + size,
+                           in_part, other_part, unpaid)

@@ -15,7 +15,7 @@ def results(*scores: float) -> list[EpisodeResult]:
 def test_score_delta_is_the_mean_change_over_100():
     r = reward_from_results(results(0, 50, 100), results(100, 50, 100), 200, 200, size_coef=0.02)
     assert (r.score_before, r.score_after) == (50.0, pytest.approx(250 / 3))
-    assert r.score_delta == (r.score_after - r.score_before) / 100.0
+    assert r.score_delta == pytest.approx((r.score_after - r.score_before) / 100.0)
     assert r.size == 0.0 and r.total == r.score_delta
 
 
@@ -39,3 +39,28 @@ def test_total_is_the_sum_the_env_pays():
     assert r.total == r.score_delta + r.size
     assert r.components() == {"score_delta": r.score_delta, "size": r.size}
     assert mean_score([]) == 0.0 and mean_score(results(10, 30)) == 20.0
+
+
+def test_other_family_episodes_can_only_cost():
+    """A gain on another family's episode earns nothing; a loss there costs as on the region's own."""
+    before, after = results(20, 40, 40), results(50, 100, 0)  # own +30; other +60 (unpaid) and -40
+    r = reward_from_results(before, after, 100, 100, size_coef=0.02, in_family=[True, False, False])
+    assert r.in_family == pytest.approx(30 / 300)
+    assert r.other_family == pytest.approx(-40 / 300)
+    assert r.other_family_unpaid == pytest.approx(60 / 300)
+    assert r.score_delta == pytest.approx(r.in_family + r.other_family)
+    assert r.score_delta < (r.score_after - r.score_before) / 100  # the unclipped mean would pay the +60
+    assert r.score_delta_parts() == {"in_family": r.in_family, "other_family": r.other_family,
+                                     "other_family_unpaid": r.other_family_unpaid}
+
+
+def test_an_all_other_family_gain_earns_exactly_nothing():
+    r = reward_from_results(results(0, 0), results(100, 100), 50, 50, size_coef=0.0, in_family=[False, False])
+    assert r.score_delta == 0.0 and r.other_family_unpaid == pytest.approx(1.0)
+
+
+def test_flags_must_match_the_results():
+    with pytest.raises(ValueError, match="in_family"):
+        reward_from_results(results(1, 2), results(1, 2), 1, 1, 0.0, in_family=[True])
+    with pytest.raises(ValueError, match="as many results"):
+        reward_from_results(results(1, 2), results(1), 1, 1, 0.0)
