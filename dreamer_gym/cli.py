@@ -1,4 +1,4 @@
-"""`dreamer-gym` command line: acquire, consolidate, evaluate, validity.
+"""`dreamer-gym` command line: acquire, consolidate, evaluate, validity, power.
 
 The env and LLM flags are generated from the config dataclasses (:mod:`dreamer_gym.cli_args`): every field
 of :class:`~dreamer_gym.envs.config.ConsolidationConfig` that an env id does not freeze is a flag of the same
@@ -18,15 +18,18 @@ from pathlib import Path
 
 from dreamer_gym.cli_args import add_dataclass_arguments, apply_config_file, cli_fields, dataclass_kwargs, subparser
 from dreamer_gym.envs.config import ConsolidationConfig
-from dreamer_gym.envs.tracks import FROZEN_FIELDS
+from dreamer_gym.envs.frozen import REWARD_FIELDS
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.llm.config import LLMConfig
 
 # ConsolidationConfig fields that are not flags: what an env id freezes, and what is not command-line material
-ENV_SKIP: tuple[str, ...] = (*FROZEN_FIELDS, "llm", "store_path")
+# what --env and --reward-agent pick (the id's identity), and what is not command-line material
+IDENTITY_FIELDS: tuple[str, ...] = ("suite", "pool", "pool_hash", "split", "reward_agent")
+ENV_SKIP: tuple[str, ...] = (*IDENTITY_FIELDS, "llm", "store_path")
 # ... and those the validity study sets itself (its own episodes, none of other families, its workers)
 VALIDITY_ENV_SKIP: tuple[str, ...] = (*ENV_SKIP, "eval_in_family", "eval_other", "workers")
 VALIDITY_SKIP: tuple[str, ...] = ("env_id", "families", "env_kwargs")  # ValidityConfig: --env, --families
+POWER_SKIP: tuple[str, ...] = ("env_id", "families")  # PowerConfig: --env, --families
 LLM_ROLES = {"consolidator": "the prompted consolidator", "agent": "the LLM reward agent"}
 DEFAULT_CONSOLIDATORS = "keep-all,dedupe,empty,blind,oracle,random"
 
@@ -111,6 +114,24 @@ def _env_kwargs(args: argparse.Namespace, skip: tuple[str, ...] = ENV_SKIP) -> d
     return kwargs
 
 
+def _make_env(env_id: str, kwargs: dict[str, object]):  # noqa: ANN202 - a gym.Env
+    """``gym.make`` of the id; where a flag changes a reward-defining field, an experiment on it instead
+    (``ConsolidationEnv.experiment``), whose commits say ``comparable: False``."""
+    import gymnasium as gym
+
+    import dreamer_gym  # noqa: F401 - registers the ids
+    from dreamer_gym.envs.consolidation import ConsolidationEnv
+    from dreamer_gym.errors import FrozenParameterError
+
+    try:
+        return gym.make(env_id, **kwargs)
+    except FrozenParameterError as exc:
+        changed = sorted(k for k in kwargs if k in (*REWARD_FIELDS, "llm"))
+        logging.getLogger(__name__).warning("flags %s change what %s's reward measures (%s): running an experiment "
+                                            "on it, NOT comparable to the id", changed, env_id, str(exc).split(";")[0])
+        return ConsolidationEnv.experiment(env_id, **kwargs)
+
+
 def _summarise(name: str, infos: list[dict[str, object]]) -> dict[str, object]:
     ok = [i for i in infos if "error" not in i]
     n = max(len(ok), 1)
@@ -142,14 +163,13 @@ def _run(args: argparse.Namespace, names: list[str], env_id: str | None = None,
          ) -> tuple[list[dict[str, object]], dict[str, list[dict[str, object]]], ConsolidationConfig]:
     """Run each consolidator over families x seeds; an LLM failure is recorded per episode, not raised.
     Returns the rows, every episode's info and the env's resolved config."""
-    import gymnasium as gym
     from tqdm.auto import tqdm
 
     import dreamer_gym  # noqa: F401 - registers the ids
     from dreamer_gym.consolidators import run_episode
     from dreamer_gym.errors import LLMError
 
-    env = gym.make(env_id or _env_id(args), **_env_kwargs(args))
+    env = _make_env(env_id or _env_id(args), _env_kwargs(args))
     config: ConsolidationConfig = env.unwrapped.config
     results: dict[str, list[dict[str, object]]] = {}
     policies: dict[str, object] = {}
@@ -178,9 +198,12 @@ def _run(args: argparse.Namespace, names: list[str], env_id: str | None = None,
 
 
 def _header(args: argparse.Namespace, families: int, config: ConsolidationConfig) -> str:
+    from dreamer_gym.envs.frozen import comparable_id
+
     agent = "memory-following agent" if config.llm is None else f"LLM agent ({config.llm.model})"
+    label = "" if comparable_id(config) else " [experiment: reward fields changed, NOT comparable to the id]"
     return (f"\n{_env_id(args)}: {families} families x {len(args.seeds)} seeds, "
-            f"{config.eval_in_family}+{config.eval_other} DEV episodes per commit, {agent}\n")
+            f"{config.eval_in_family}+{config.eval_other} DEV episodes per commit, {agent}{label}\n")
 
 def _cmd_consolidate(args: argparse.Namespace) -> int:
     """Run consolidators through the env and print what each did to score and size."""
@@ -269,6 +292,16 @@ def _cmd_validity(args: argparse.Namespace) -> int:
     return 1 if failed and args.strict else 0
 
 
+def _cmd_power(args: argparse.Namespace) -> int:
+    from dreamer_gym.studies.power import PowerConfig, run, to_markdown
+
+    study = dataclass_kwargs(args, PowerConfig, skip=POWER_SKIP, dest_prefix="power.")
+    config = PowerConfig(env_id=args.env, families=tuple(args.families.split(",")) if args.families else None, **study)
+    print(to_markdown(run(config, args.out, progress=not args.quiet)))
+    print(f"wrote {args.out}")
+    return 0
+
+
 def _add_env_flags(p: argparse.ArgumentParser, skip: tuple[str, ...]) -> None:
     g = p.add_argument_group("env (ConsolidationConfig fields; default: the env id's value)")
     add_dataclass_arguments(g, ConsolidationConfig, skip=skip, dest_prefix="env.",
@@ -305,6 +338,7 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from dreamer_gym.studies.power import PowerConfig
     from dreamer_gym.studies.validity import ValidityConfig
 
     parser = argparse.ArgumentParser(prog="dreamer-gym", description=__doc__.split("\n\n")[0])
@@ -351,6 +385,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="exit 1 if an expected comparison fails")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_cmd_validity)
+
+    p = sub.add_parser("power", help="the reward's noise and the commits a GRPO group needs (registered id as is)")
+    p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0")
+    p.add_argument("--families", default="", help="comma-separated families (default: every family of the pool)")
+    g = p.add_argument_group("study (PowerConfig fields)")
+    add_dataclass_arguments(g, PowerConfig, skip=POWER_SKIP, dest_prefix="power.")
+    p.add_argument("--out", type=Path, default=Path("runs/power.json"))
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=_cmd_power)
     return parser
 
 

@@ -35,3 +35,7 @@ class LLMError(DreamerGymError, RuntimeError):
 
 class LLMTimeout(LLMError, TimeoutError):
     """A generation took longer than its configured timeout (after retries)."""
+
+
+class RewardServiceError(DreamerGymError, RuntimeError):
+    """The reward service refused a request (a region over the limits, a sealed track) or died."""

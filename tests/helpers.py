@@ -20,8 +20,13 @@ def call(tool: str, **args: Any) -> str:
 
 
 def make_env(env_id: str, **kwargs: Any) -> gym.Env:
-    """``gym.make`` with the small evaluation config (kwargs override it)."""
-    return gym.make(env_id, **{**SMALL, **kwargs})
+    """The id's env with the small evaluation config (kwargs override it): an experiment, not the id
+    (``ConsolidationEnv.experiment``; its commits say ``comparable: False``), wrapped as ``gym.make`` wraps."""
+    from gymnasium.wrappers.common import OrderEnforcing, PassiveEnvChecker
+
+    from dreamer_gym.envs.consolidation import ConsolidationEnv
+
+    return OrderEnforcing(PassiveEnvChecker(ConsolidationEnv.experiment(env_id, **{**SMALL, **kwargs})))
 
 
 def assert_same(a: Any, b: Any, path: str = "") -> None:
@@ -59,7 +64,7 @@ def assert_check_env_clean(env_id: str, **kwargs: Any) -> None:
 
     from gymnasium.utils.env_checker import check_env
 
-    env = make_env(env_id, **kwargs)
+    env = gym.make(env_id, **kwargs)  # the id itself (check_env never commits, so its evaluation size is moot)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

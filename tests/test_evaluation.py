@@ -186,9 +186,9 @@ def test_executor_is_chosen_by_config(echo_tasks):
         Evaluator("echo-eval", ECHO_AGENT, Store(), workers=1, executor="inprocess")
     with pytest.raises(ConfigError, match=r"one of \('auto', 'inprocess', 'process'\), got 'ray'"):
         ConsolidationConfig(executor="ray")
-    env = gym.make("MemoryConsolidation-ScienceWorld-v0", workers=1, executor="process")
-    try:
-        assert isinstance(env.unwrapped.evaluator.executor, LocalProcessExecutor)
+    env = gym.make("MemoryConsolidation-ScienceWorld-v0", workers=1, executor="process", service="inprocess")
+    try:  # the reward service's evaluator plays on the configured executor
+        assert isinstance(env.unwrapped.service.referee.evaluator.executor, LocalProcessExecutor)
     finally:
         env.close()
 

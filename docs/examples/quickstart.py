@@ -8,7 +8,7 @@ import gymnasium as gym
 
 import dreamer_gym  # noqa: F401  (registers the ids; `gym.make("dreamer_gym:...")` works without it)
 
-env = gym.make("MemoryConsolidation-ScienceWorld-v0", eval_in_family=2, eval_other=1)
+env = gym.make("MemoryConsolidation-ScienceWorld-v0")  # reward-defining fields are frozen; budgets are free
 obs, info = env.reset(seed=0, options={"family": "power-component"})
 print(obs["region"].splitlines()[0])  # "Region family:power-component: N entries (read-only evidence)"
 
@@ -33,4 +33,5 @@ env.step(json.dumps({"tool": "emit", "kind": "procedure", "text": text, "provena
 obs, reward, terminated, truncated, info = env.step(json.dumps({"tool": "commit"}))
 print(f"score {info['score_before']:.1f} -> {info['score_after']:.1f}, "
       f"tokens {info['size_before']['tokens']} -> {info['size_after']['tokens']}, reward {reward:+.3f}")
+print("other families' episodes:", info["score_delta_parts"], "comparable:", info["comparable"])
 env.close()

@@ -16,7 +16,12 @@ from dreamer_gym.consolidators.fixed import (
     EmptyConsolidator,
     KeepAllConsolidator,
 )
-from dreamer_gym.consolidators.oracle import OracleConsolidator, ProseOracleDecoy, WrongProcedureDecoy
+from dreamer_gym.consolidators.oracle import (
+    OracleConsolidator,
+    ProseOracleDecoy,
+    ReferenceEvidence,
+    WrongProcedureDecoy,
+)
 from dreamer_gym.consolidators.random_policy import RandomConsolidator
 from dreamer_gym.consolidators.registry import (
     ENTRY_POINT_GROUP,
@@ -36,6 +41,7 @@ __all__ = [
     "EmptyConsolidator",
     "KeepAllConsolidator",
     "OracleConsolidator",
+    "ReferenceEvidence",
     "ProseOracleDecoy",
     "RandomConsolidator",
     "WrongProcedureDecoy",

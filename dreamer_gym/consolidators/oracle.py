@@ -9,10 +9,17 @@ same hands, two decoys check that the reward measures content and not format:
 
 * ``prose-oracle``: the oracle's procedures rephrased as prose; must score like the oracle;
 * ``wrong-procedures``: well-formatted procedures with the wrong steps; must score below the raw region.
+
+**Privileged references.** The oracle, its decoys and the red-team policies built on them read the TRAIN
+gold paths, which the env no longer holds (it keeps only the banks and the TRAIN trajectories; the
+rest lives in the reward service). They get them as :class:`ReferenceEvidence`, loaded from the pool
+file by whoever runs them (a study, the CLI's reference rows, a track's reference run): reading that
+file is the privilege. Contenders get the env only; the leaderboards list references apart from them.
 """
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -20,6 +27,22 @@ import gymnasium as gym
 from dreamer_gym.consolidators.base import call
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.suites import OracleProcedure, SuiteSpec, get_suite_spec
+
+
+@dataclass(frozen=True)
+class ReferenceEvidence:
+    """What a privileged reference reads that a contender cannot: the pool's TRAIN gold paths."""
+
+    pool_hash: str
+    train_gold: dict[str, dict[int, tuple[str, ...]]]  # family -> variation -> gold path
+
+    @classmethod
+    def load(cls, pool: str, pool_hash: str | None = None) -> ReferenceEvidence:
+        """Read the gold paths from the pool file (``ConsolidationConfig.pool``), checking its hash."""
+        from dreamer_gym.pool import load_pool
+
+        full = load_pool(pool, pool_hash)
+        return cls(full.hash, dict(full.train_gold))
 
 
 def _spec(env: gym.Env) -> SuiteSpec:
@@ -52,9 +75,22 @@ def _anchor(info: dict[str, Any]) -> list[str]:
 
 
 class OracleConsolidator:
-    """Replaces the region with its family's abstract procedure and facts from the suite's spec."""
+    """Replaces the region with its family's abstract procedure and facts from the suite's spec.
+
+    ``evidence``: the TRAIN gold paths; by default loaded from the env's pool file on first use.
+    """
 
     name = "oracle"
+
+    def __init__(self, evidence: ReferenceEvidence | None = None) -> None:
+        self.evidence = evidence
+
+    def train_gold(self, env: gym.Env) -> dict[str, dict[int, tuple[str, ...]]]:
+        """The gold paths of the env's pool (loaded once per pool, in this process: the privilege)."""
+        pool_hash = env.unwrapped.pool.hash
+        if self.evidence is None or self.evidence.pool_hash != pool_hash:
+            self.evidence = ReferenceEvidence.load(env.unwrapped.config.pool, pool_hash)
+        return self.evidence.train_gold
 
     def texts(self, env: gym.Env, family: str) -> list[tuple[str, str]]:
         """``(kind, text)`` of every entry the oracle writes for ``family``."""
@@ -62,7 +98,7 @@ class OracleConsolidator:
         procedure = spec.procedures.get(family)
         out = [("procedure", f"To {_goal(env, family, procedure)}: {procedure.steps}.")] if procedure else []
         if spec.oracle_facts is not None:
-            out += [("fact", f) for f in spec.oracle_facts(family, env.unwrapped.pool.train_gold)]
+            out += [("fact", f) for f in spec.oracle_facts(family, self.train_gold(env))]
         return out
 
     def actions(self, env: gym.Env, obs: dict[str, Any], info: dict[str, Any]) -> Iterator[str]:

@@ -33,6 +33,8 @@ BUILTIN: dict[str, str] = {
     "wrong-procedures": "dreamer_gym.consolidators.oracle:WrongProcedureDecoy",
     "random": "dreamer_gym.consolidators.random_policy:RandomConsolidator",
     "prompted": "dreamer_gym.consolidators.prompted:PromptedConsolidator",
+    "constant": "dreamer_gym.consolidators.adversarial:ConstantConsolidator",  # red team (privileged)
+    "bait": "dreamer_gym.consolidators.adversarial:BaitConsolidator",  # red team (privileged)
 }
 
 _REGISTERED: dict[str, str | Callable[..., Consolidator]] = {}

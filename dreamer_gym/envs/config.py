@@ -39,6 +39,9 @@ class ConsolidationConfig:
     workers: int = field(default=0, metadata={"help": "evaluation worker processes (0 = in-process)"})
     executor: str = field(default="auto", metadata={
         "help": "where evaluation episodes play: auto (in-process for workers=0, else process), inprocess, process"})
+    service: str = field(default="process", metadata={
+        "help": "where the reward is computed: process (its own process: the policy's holds no evaluation "
+                "task text) or inprocess (this process; debugging and profiling)", "choices": ("process", "inprocess")})
     store_path: str = field(default=":memory:", metadata={"help": "SQLite store for banks and the eval cache"})
 
     def __post_init__(self) -> None:
@@ -54,6 +57,8 @@ class ConsolidationConfig:
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ConfigError(f"Expected `{name}` to be a positive int or None (the suite's default), "
                                   f"got {getattr(self, name)!r}")
+        if self.service not in ("process", "inprocess"):
+            raise ConfigError(f"Expected `service` to be 'process' or 'inprocess', got {self.service!r}")
         if self.split not in ("dev", "test"):
             raise ConfigError(f"Expected `split` to be 'dev' or 'test', got {self.split!r}; TRAIN is for acquisition")
         for name in ("eval_in_family", "max_tool_calls", "max_emitted", "max_entry_tokens", "max_region_entries"):

@@ -2,7 +2,6 @@
 how a downstream agent then does on held-out episodes (see docs/env.md for the full contract)."""
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -11,28 +10,21 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from dreamer_gym.agents import EpisodeResult
 from dreamer_gym.envs.config import ConsolidationConfig
+from dreamer_gym.envs.frozen import check_frozen
 from dreamer_gym.envs.observation import RegionView, entry_dict
-from dreamer_gym.envs.reward import RewardBreakdown, reward_from_results
 from dreamer_gym.envs.spaces import ToolCallSpace, sanitize, text_space
 from dreamer_gym.envs.tools import TOOLS, ToolError, Workspace, parse_action
-from dreamer_gym.errors import ConfigError, FrozenParameterError
-from dreamer_gym.evaluation import EvalEpisode, Evaluator
-from dreamer_gym.memory import MemoryBank, count_tokens, select_by_family
-from dreamer_gym.pool import BankPool, load_or_build_pool
+from dreamer_gym.errors import ConfigError, FrozenParameterError, RewardServiceError
+from dreamer_gym.memory import MemoryBank, select_by_family
+from dreamer_gym.service import CommitRequest, PublicPool, RewardService, make_reward_service
 from dreamer_gym.store import Store
-from dreamer_gym.suites.base import EpisodeTask
 from dreamer_gym.suites.registry import check_available
 
 REGION_CHARS = 32_768
 RESULT_CHARS = 8_192
 ACTION_CHARS = 16_384
 RESET_OPTIONS: tuple[str, ...] = ("bank", "family")
-
-
-def _success(results: list[EpisodeResult]) -> float:
-    return float(np.mean([r.success for r in results])) if results else 0.0
 
 
 class ConsolidationEnv(gym.Env[dict[str, Any], str]):
@@ -51,24 +43,32 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(self, render_mode: str | None = None, frozen: dict[str, Any] | None = None,
-                 region_chars: int = REGION_CHARS, **kwargs: Any) -> None:
+                 region_chars: int = REGION_CHARS, reward_service: RewardService | None = None,
+                 **kwargs: Any) -> None:
         """``frozen`` comes from registration: the values that define the registered id. gym.make merges
         user kwargs over the spec's, so an override shows up here as a value that differs from it.
-        ``region_chars`` caps the observation's ``region`` text (it changes no reward)."""
+        ``region_chars`` caps the observation's ``region`` text (it changes no reward). ``reward_service``:
+        one built by the caller (a track's), which the env uses and does not close; by default the env
+        builds ``config.service`` on first reset and closes it."""
         if render_mode not in (None, "ansi"):
             raise ValueError(f"Expected `render_mode` to be None or 'ansi', got {render_mode!r}")
-        for name, value in (frozen or {}).items():
-            if kwargs.get(name, value) != value:
-                raise FrozenParameterError(
-                    f"`{name}` is frozen at {value!r} for this env id (got {kwargs[name]!r}); it defines what "
-                    "the reward measures. For experiments construct dreamer_gym.envs.consolidation."
-                    "ConsolidationEnv(...) directly; to share a setting, register a new id with gym.register."
-                )
         if isinstance(region_chars, bool) or not isinstance(region_chars, int) or region_chars < 1_000:
             raise ConfigError(f"Expected `region_chars` to be an int >= 1000, got {region_chars!r}")
         self.render_mode = render_mode
         self.region_chars = region_chars
-        self.config = ConsolidationConfig(**kwargs)
+        try:
+            self.config = ConsolidationConfig(**kwargs)
+        except ConfigError:  # e.g. split="train": say first that the id does not allow changing it at all
+            changed = [k for k, v in (frozen or {}).items() if k in kwargs and kwargs[k] != v]
+            if changed:
+                raise FrozenParameterError(
+                    f"`{changed[0]}` is frozen at {frozen[changed[0]]!r} for this env id (got {kwargs[changed[0]]!r}); "  # type: ignore[index]
+                    "it defines what the reward measures. For experiments construct dreamer_gym.envs.consolidation."
+                    "ConsolidationEnv(...) directly; to share a setting, register a new id with gym.register."
+                ) from None
+            raise
+        if frozen is not None:  # before anything loads: a changed reward field fails first, naming itself
+            check_frozen(self.config, frozen)
         check_available(self.config.suite)  # official data or servers missing: fail now, naming the fix
         self.observation_space = spaces.Dict(
             {
@@ -78,18 +78,34 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
             }
         )
         self.action_space = ToolCallSpace(ACTION_CHARS)
-        self._pool: BankPool | None = None
+        if reward_service is not None and reward_service.config != self.config:
+            raise ConfigError("`reward_service` was built for another config; build it from this env's config")
+        self._service: RewardService | None = reward_service
+        self._owns_service = reward_service is None
+        self._pool: PublicPool | None = None
         self._store: Store | None = None
-        self._evaluator: Evaluator | None = None
         self._ws: Workspace | None = None
         self._view = RegionView("", [], region_chars)
         self._region_dicts: list[dict[str, Any]] = []
-        self._episodes: list[EvalEpisode] = []
+        self._bank_index = 0
+        self._episode_seed = 0
         self._calls_left = 0
         self._last_result = ""
         self._last_error: str | None = None
         self._invalid = 0
         self._done = True
+
+    @classmethod
+    def experiment(cls, env_id: str, **overrides: Any) -> ConsolidationEnv:
+        """An experiment on a registered id: its settings with ``overrides``, any field included. Not the id:
+        where an override changes what the reward measures, commits say ``comparable: False`` (``gym.make``
+        of the id itself refuses such overrides with ``FrozenParameterError``)."""
+        from dreamer_gym.envs.tracks import REGISTERED
+
+        if env_id not in REGISTERED:
+            raise ConfigError(f"Unknown env id {env_id!r}; registered: {sorted(REGISTERED)}")
+        kwargs = {k: v for k, v in REGISTERED[env_id].items() if k != "frozen"}
+        return cls(**{**kwargs, **overrides})
 
     def _budget_high(self) -> int:
         cfg = self.config
@@ -97,9 +113,17 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
 
     # --- lazily built heavy parts -------------------------------------------------------------------------
     @property
-    def pool(self) -> BankPool:
+    def service(self) -> RewardService:
+        """The reward service (``config.service``, started on first use)."""
+        if self._service is None:
+            self._service = make_reward_service(self.config.service, self.config)
+        return self._service
+
+    @property
+    def pool(self) -> PublicPool:
+        """The banks and the TRAIN trajectories, as the service hands them out (no evaluation task text)."""
         if self._pool is None:
-            self._pool = load_or_build_pool(self.config.pool, self.config.suite, self.config.pool_hash)
+            self._pool = self.service.public_pool()
         return self._pool
 
     @property
@@ -107,15 +131,6 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         if self._store is None:
             self._store = Store(self.config.store_path)
         return self._store
-
-    @property
-    def evaluator(self) -> Evaluator:
-        if self._evaluator is None:
-            cfg = self.config
-            self._evaluator = Evaluator(
-                cfg.suite, cfg.agent_config(), self.store, cfg.workers, executor=cfg.executor
-            )
-        return self._evaluator
 
     # --- gym API -------------------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -131,7 +146,8 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         self._ws = Workspace(bank, region, pool.trajectories, family, self.config.max_emitted, self.config.max_entry_tokens)
         self._view = RegionView(region.name, list(self._ws.entries.values()), self.region_chars)
         self._region_dicts = [entry_dict(e) for e in self._ws.entries.values()]
-        self._episodes = self._draw_episodes(family, rng)
+        self._bank_index = bank_index
+        self._episode_seed = int(rng.integers(2**63 - 1))  # the service draws the evaluation episodes from it
         self._calls_left = self.config.max_tool_calls
         self._last_result = "Region loaded. Inspect it, emit a compact replacement set, then commit."
         self._last_error = None
@@ -162,19 +178,6 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
             raise ConfigError(f"Expected `options['family']` to be one of {families}, got {family!r}")
         return int(index), family
 
-    def _draw_episodes(self, family: str, rng: np.random.Generator) -> list[EvalEpisode]:
-        split, pool, cfg = self.config.split, self.pool, self.config
-        own = list(pool.variations(family, split))
-        picks = [own[i] for i in sorted(rng.choice(len(own), size=min(cfg.eval_in_family, len(own)), replace=False))]
-        episodes = [EvalEpisode(EpisodeTask(family, v), pool.description(EpisodeTask(family, v), split)) for v in picks]
-        others = [f for f in pool.families if f != family]
-        for _ in range(cfg.eval_other if others else 0):
-            fam = others[int(rng.integers(len(others)))]
-            vs = pool.variations(fam, split)
-            task = EpisodeTask(fam, vs[int(rng.integers(len(vs)))])
-            episodes.append(EvalEpisode(task, pool.description(task, split)))
-        return episodes
-
     def step(self, action: str):
         if self._ws is None or self._done:
             raise RuntimeError("call reset() before step() (the episode is over)")
@@ -196,65 +199,39 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         if not terminated and self._calls_left <= 0:
             truncated = True
         if terminated or truncated:
-            commit_info, breakdown = self._commit()
-            reward += breakdown.total
+            commit_info, commit_reward = self._commit()
+            reward += commit_reward
             self._done = True
         info = self._info()
         info.update(commit_info)
         return self._obs(), float(reward), terminated, truncated, info
 
-    def _commit(self) -> tuple[dict[str, Any], RewardBreakdown]:
-        """Store the new bank, evaluate both banks, score the difference; the commit info and the reward."""
+    def _commit(self) -> tuple[dict[str, Any], float]:
+        """Store the new bank and have the service score it; the commit info and the reward (0.0 where the
+        service withholds it: a track on TEST)."""
         ws = self._ws
         assert ws is not None  # noqa: S101 - internal invariant, checked by step()
         new_bank = self._store_new_bank(ws)
-        before, after = self._evaluate(ws.bank, new_bank)
-        tokens_before = sum(count_tokens(e.text) for e in ws.entries.values())
-        tokens_after = sum(count_tokens(e.text) for e in ws.emitted)
-        in_family = [e.task.family == ws.family for e in self._episodes]
-        breakdown = reward_from_results(before, after, tokens_before, tokens_after, self.config.size_coef, in_family)
-        self._last_result = (
-            f"Committed {len(ws.emitted)} entries. Score {breakdown.score_before:.1f} -> {breakdown.score_after:.1f}; "
-            f"region tokens {tokens_before} -> {tokens_after}."
-        )
-        return self._commit_info(ws, new_bank, before, after, breakdown, (tokens_before, tokens_after)), breakdown
+        request = CommitRequest(self._bank_index, ws.family, self._episode_seed, tuple(ws.emitted), self._invalid)
+        result = self.service.commit(request)
+        if result.bank_after != new_bank.hash:
+            raise RewardServiceError(f"the reward service scored bank {result.bank_after}, not this commit's "
+                                     f"{new_bank.hash}: the service and the env hold different pools")
+        info = result.info
+        if result.reward is None:
+            self._last_result = f"Committed {len(ws.emitted)} entries (the score of this track is withheld)."
+        else:
+            self._last_result = (
+                f"Committed {len(ws.emitted)} entries. Score {info['score_before']:.1f} -> {info['score_after']:.1f}; "
+                f"region tokens {info['size_before']['tokens']} -> {info['size_after']['tokens']}."
+            )
+        return info, 0.0 if result.reward is None else float(result.reward)
 
     def _store_new_bank(self, ws: Workspace) -> MemoryBank:
         """Bank v1 = v0 without the region, plus the new region; stored as a new version (parent: v0)."""
         new_bank = ws.bank.replace(ws.region.entry_ids, ws.emitted)
         self.store.put_bank(new_bank, parent=ws.bank.hash, meta={"region": ws.region.name})
         return new_bank
-
-    def _evaluate(self, old: MemoryBank, new: MemoryBank) -> tuple[list[EpisodeResult], list[EpisodeResult]]:
-        """The downstream agent on this reset's episodes with each bank (one run when they are equal)."""
-        before = self.evaluator.evaluate(old, self._episodes)
-        after = before if new == old else self.evaluator.evaluate(new, self._episodes)
-        return before, after
-
-    def _commit_info(self, ws: Workspace, new_bank: MemoryBank, before: list[EpisodeResult],
-                     after: list[EpisodeResult], reward: RewardBreakdown, tokens: tuple[int, int]) -> dict[str, Any]:
-        return {
-            "score_before": reward.score_before,
-            "score_after": reward.score_after,
-            "success_before": _success(before),
-            "success_after": _success(after),
-            "size_before": {"entries": len(ws.region.entry_ids), "tokens": tokens[0]},
-            "size_after": {"entries": len(ws.emitted), "tokens": tokens[1]},
-            "reward_components": reward.components(),
-            "score_delta_parts": reward.score_delta_parts(),
-            "episode_errors": [r.error for r in (*before, *after) if r.error],
-            "reward_agent": dataclasses.asdict(self.evaluator.agent_config),  # incl. the LLM, never a key
-            # what the score was measured on; "alfworld-gen" games are generated, never the official splits
-            "suite": self.config.suite,
-            "pool_hash": self.pool.hash,
-            "bank_before": ws.bank.hash,
-            "bank_after": new_bank.hash,
-            "episodes": [
-                {"family": e.task.family, "variation": e.task.variation, "in_family": e.task.family == ws.family,
-                 "before": b.score, "after": a.score}
-                for e, b, a in zip(self._episodes, before, after)
-            ],
-        }
 
     # --- observation ---------------------------------------------------------------------------------------------
     def region_text(self) -> str:
@@ -293,9 +270,10 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         return json.dumps(TOOLS, indent=1)
 
     def close(self) -> None:
-        if self._evaluator is not None:
-            self._evaluator.close()
-            self._evaluator = None
+        if self._service is not None and self._owns_service:
+            self._service.close()
+            self._service = None
+            self._pool = None
         if self._store is not None:
             self._store.close()
             self._store = None

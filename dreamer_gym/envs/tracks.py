@@ -15,21 +15,30 @@ MINIWOB_POOL_HASH = "pb3816741ee5a7b51"
 @dataclass(frozen=True)
 class EnvIdSpec:
     """What defines one registered id: every field but ``defaults`` is frozen (``gym.make`` may not override
-    it, see :data:`FROZEN_FIELDS`); ``defaults`` are free keyword arguments the id is registered with. Everything
-    else (evaluation sizes, budgets, workers, store; the downstream agent's steps and top-k, which default
-    to the suite's ``SuiteSpec``) stays a free keyword argument for training runs; leaderboard tracks
-    freeze more. :func:`dreamer_gym.registration.env_kwargs` turns one into ``gym.spec(id).kwargs``."""
+    it, see :data:`FROZEN_FIELDS` and :mod:`dreamer_gym.envs.frozen`, which also freezes the LLM agent's
+    model); ``defaults`` are free keyword arguments the id is registered with. Budgets (``max_tool_calls``,
+    ``max_emitted``), workers, executor, service and store stay free for training runs; leaderboard tracks
+    freeze the budgets too. :func:`dreamer_gym.registration.env_kwargs` turns one into ``gym.spec(id).kwargs``."""
 
     suite: str
     pool: str
     pool_hash: str | None
     split: str = "dev"
     reward_agent: str = "memory"
-    defaults: tuple[tuple[str, Any], ...] = ()  # (name, value) pairs, e.g. (('agent_max_steps', 30),)
+    eval_in_family: int = 3
+    eval_other: int = 2
+    size_coef: float = 0.02
+    invalid_penalty: float = 0.01
+    max_entry_tokens: int = 320
+    max_region_entries: int = 50
+    agent_top_k: int | None = None  # None: the suite's SuiteSpec default (resolved before comparing)
+    agent_max_steps: int | None = None
+    defaults: tuple[tuple[str, Any], ...] = ()  # (name, value) pairs of free keyword arguments
 
-    def llm(self, **defaults: Any) -> EnvIdSpec:
-        """The same id with the LLM agent's score as the reward (``llm``, backend and model, stays free)."""
-        return replace(self, reward_agent="llm", defaults=tuple(sorted(defaults.items())))
+    def llm(self, **frozen: Any) -> EnvIdSpec:
+        """The same id with the LLM agent's score as the reward. Its model is frozen (the default SmolLM2-135M);
+        the backend, server and timeouts stay free, so a GPU user serves the same model their own way."""
+        return replace(self, reward_agent="llm", **frozen)
 
 
 FROZEN_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(EnvIdSpec) if f.name != "defaults")

@@ -56,8 +56,8 @@ def _commit(env: Any, info: dict[str, Any], policy: str) -> tuple[float, dict[st
 
 
 def commit_times(workers: int, trials: int) -> dict[str, Any]:
-    env = gym.make(ENV_ID, workers=workers)
-    ev = env.unwrapped.evaluator
+    env = gym.make(ENV_ID, workers=workers, service="inprocess")  # so the evaluator can be reached and reset
+    ev = env.unwrapped.service.referee.evaluator
     out: dict[str, Any] = {"workers": workers}
     try:
         _, info = env.reset(seed=1000)
@@ -92,14 +92,14 @@ def commit_times(workers: int, trials: int) -> dict[str, Any]:
 
 
 def hit_rate(seeded_every_time: bool, commits: int = 10) -> dict[str, Any]:
-    env = gym.make(ENV_ID)
+    env = gym.make(ENV_ID, service="inprocess")
     try:
         times = []
         for i in range(commits):
             _, info = env.reset(seed=0) if (seeded_every_time or i == 0) else env.reset()
             dt, _ = _commit(env, info, "keep-all" if i % 2 == 0 else "empty")
             times.append(dt)
-        stats = env.unwrapped.evaluator.stats
+        stats = env.unwrapped.service.referee.evaluator.stats
         return {
             "resets": "reset(seed=0) every time" if seeded_every_time else "reset(seed=0), then reset()",
             "commits": commits,

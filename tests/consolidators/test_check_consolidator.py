@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 
-import gymnasium as gym
 import pytest
 
 import dreamer_gym  # noqa: F401 - registers the ids
@@ -14,10 +13,12 @@ from dreamer_gym.consolidators import (
     check_consolidator,
 )
 
+from helpers import make_env
+
 
 @pytest.fixture(scope="module")
 def env():
-    env = gym.make("MemoryConsolidation-ScienceWorld-v0", eval_in_family=1, eval_other=0, max_tool_calls=6)
+    env = make_env("MemoryConsolidation-ScienceWorld-v0", eval_in_family=1, eval_other=0, max_tool_calls=6)
     yield env
     env.close()
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from dreamer_gym.consolidators import OracleConsolidator, ProseOracleDecoy, WrongProcedureDecoy
+from dreamer_gym.consolidators.oracle import ReferenceEvidence
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.pool import load_pool
 from dreamer_gym.suites import get_suite_spec
@@ -18,9 +19,12 @@ POOLS = {"scienceworld": "scienceworld-v0", "alfworld-gen": "alfworld-gen-v0", "
 
 
 def _env(suite: str) -> types.SimpleNamespace:
-    """What the oracle reads of an env: its pool and its suite's name (no simulator needed)."""
+    """What the oracle reads of an env: its public pool (banks, families, TRAIN trajectories) and its
+    config (no simulator needed); the gold paths it loads from the pool file named there."""
+    pool = load_pool(POOLS[suite])
+    public = types.SimpleNamespace(hash=pool.hash, families=pool.families, trajectories=pool.trajectories)
     return types.SimpleNamespace(unwrapped=types.SimpleNamespace(
-        pool=load_pool(POOLS[suite]), config=types.SimpleNamespace(suite=suite)))
+        pool=public, config=types.SimpleNamespace(suite=suite, pool=POOLS[suite], pool_hash=pool.hash)))
 
 
 @pytest.mark.parametrize("suite", sorted(POOLS))
@@ -28,7 +32,8 @@ def test_oracle_and_decoys_write_what_they_wrote_before_they_became_generic(suit
     env = _env(suite)
     expected = EXPECTED[suite]
     families = sorted({*env.unwrapped.pool.families, *get_suite_spec(suite).procedures})
-    for policy in (OracleConsolidator(), ProseOracleDecoy(), WrongProcedureDecoy()):
+    evidence = ReferenceEvidence.load(POOLS[suite])
+    for policy in (OracleConsolidator(), ProseOracleDecoy(evidence), WrongProcedureDecoy()):
         assert sorted(expected[policy.name]) == families
         for family in families:
             got = [list(t) for t in policy.texts(env, family)]

@@ -12,12 +12,14 @@ import dreamer_gym  # noqa: F401 - registers the ids
 from dreamer_gym.consolidators import RandomConsolidator, make_consolidator, run_episode
 from dreamer_gym.envs.tools import TOOLS
 
+from helpers import make_env
+
 ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
 
 
 @pytest.fixture(scope="module")
 def env() -> Iterator[gym.Env]:
-    env = gym.make(ENV_ID, eval_in_family=1, eval_other=0)
+    env = make_env(ENV_ID, eval_in_family=1, eval_other=0)
     yield env
     env.close()
 

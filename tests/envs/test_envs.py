@@ -66,7 +66,7 @@ _FRESH = textwrap.dedent(
     import json, os, sys
     import gymnasium as gym
     assert "dreamer_gym" not in sys.modules
-    env = gym.make("dreamer_gym:" + sys.argv[1], eval_in_family=1, eval_other=1)
+    env = gym.make("dreamer_gym:" + sys.argv[1])
     assert "dreamer_gym" in sys.modules
     obs, info = env.reset(seed=3)
     region = [e["id"] for e in info["region"]]
@@ -82,15 +82,19 @@ _FRESH = textwrap.dedent(
         trace.append([obs["region"], obs["result"], obs["budget"].tolist(), reward, terminated, truncated, info])
     # nothing heavy was imported or started: no commit happened, so no simulator may exist
     heavy = sorted(m for m in ("scienceworld", "py4j", "torch", "playwright") if m in sys.modules)
-    me = str(os.getpid())
-    children = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = open(f"/proc/{pid}/stat").read()
-        except OSError:
-            continue
-        if stat[stat.rindex(")") + 2:].split()[1] == me:
-            children.append(open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")[0].decode())
+    def children_of(parent):
+        out = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                stat = open(f"/proc/{pid}/stat").read()
+                cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
+            except OSError:
+                continue
+            if stat[stat.rindex(")") + 2:].split()[1] == parent:
+                out.append((pid, [c.decode() for c in cmd[:3]]))
+        return out
+    # the one child is the reward service; it has started nothing (no simulator before a commit)
+    children = [(cmd, [c for _, c in children_of(pid)]) for pid, cmd in children_of(str(os.getpid()))]
     print(json.dumps({"heavy": heavy, "children": children, "trace": trace}, sort_keys=True))
     """
 )
@@ -109,7 +113,9 @@ def test_make_in_fresh_process_without_import_and_no_java(env_id):
     """`gym.make("dreamer_gym:...")` works without importing dreamer_gym first, nothing heavy starts
     before a commit, and the rollout does not depend on the process's hash seed."""
     a = _run_fresh(env_id, "0")
-    assert a["heavy"] == [] and a["children"] == []
+    assert a["heavy"] == []
+    [(service, grandchildren)] = a["children"]
+    assert service[1:3] == ["-m", "dreamer_gym.service.server"] and grandchildren == []
     b = _run_fresh(env_id, "4242")
     assert a == b
 
@@ -655,7 +661,7 @@ def test_pinned_pool_hash_is_checked(env_id):
 
 
 def test_sync_vector_env(env_id):
-    envs = gym.make_vec(env_id, num_envs=2, vectorization_mode="sync", **{"eval_in_family": 1, "eval_other": 1})
+    envs = gym.make_vec(env_id, num_envs=2, vectorization_mode="sync")
     try:
         obs, infos = envs.reset(seed=[5, 6])
         assert obs["budget"].shape == (2, 4)
@@ -673,7 +679,7 @@ def test_observation_arrays_have_fixed_dtype(shared_env):
 
 
 def test_one_giant_word_is_refused_by_the_character_cap(env_id):
-    env = gym.make(env_id, eval_in_family=1, eval_other=0)
+    env = make_env(env_id, eval_in_family=1, eval_other=0)
     try:
         _, info = env.reset(seed=0)
         anchor = info["region"][0]["id"]

@@ -9,7 +9,7 @@ from gymnasium.utils.env_checker import check_env
 from dreamer_gym.envs.tracks import REGISTERED
 from dreamer_gym.errors import ConfigError, FrozenParameterError
 
-from helpers import call
+from helpers import call, make_env
 
 LLM_ENV_IDS = sorted(i for i, kw in REGISTERED.items() if kw["reward_agent"] == "llm")
 
@@ -22,7 +22,7 @@ TINY = {"eval_in_family": 1, "eval_other": 0, "agent_max_steps": 2, "max_region_
 @pytest.mark.parametrize("env_id", LLM_ENV_IDS)
 @pytest.mark.jvm
 def test_llm_env_passes_check_env_and_a_commit_is_rewarded_by_the_llm_agent(env_id: str) -> None:
-    env = gym.make(env_id, **TINY)
+    env = make_env(env_id, **TINY)  # a tiny experiment on the id: not comparable, and says so
     try:
         check_env(env.unwrapped, skip_render_check=True)
         obs, info = env.reset(seed=0, options={"family": FAMILY[REGISTERED[env_id]["suite"]]})
@@ -33,6 +33,7 @@ def test_llm_env_passes_check_env_and_a_commit_is_rewarded_by_the_llm_agent(env_
         assert info["reward_agent"]["name"] == "llm" and info["reward_agent"]["max_steps"] == 2
         assert info["reward_agent"]["llm"]["model"] == "smollm2-135m"
         assert not info["episode_errors"]
+        assert info["comparable"] is False and info["env_id"] is None
         for ep in info["episodes"]:
             assert 0.0 <= ep["before"] <= 100.0 and 0.0 <= ep["after"] <= 100.0
     finally:
@@ -40,10 +41,13 @@ def test_llm_env_passes_check_env_and_a_commit_is_rewarded_by_the_llm_agent(env_
 
 
 @pytest.mark.parametrize("env_id", LLM_ENV_IDS)
-def test_llm_env_freezes_the_reward_agent_but_not_the_model(env_id: str) -> None:
+def test_llm_env_freezes_the_model_but_not_where_it_runs(env_id: str) -> None:
+    """The agent and its model define the reward; the backend and server only say where it runs."""
     with pytest.raises(FrozenParameterError, match="reward_agent"):
         gym.make(env_id, reward_agent="memory")
-    env = gym.make(env_id, llm={"backend": "openai", "base_url": "http://127.0.0.1:8000/v1", "model": "served"})
+    with pytest.raises(FrozenParameterError, match="`llm.model` is frozen at 'smollm2-135m'"):
+        gym.make(env_id, llm={"backend": "openai", "base_url": "http://127.0.0.1:8000/v1", "model": "served"})
+    env = gym.make(env_id, llm={"backend": "openai", "base_url": "http://127.0.0.1:8000/v1", "model": "smollm2-135m"})
     assert env.unwrapped.config.llm.backend == "openai"  # nothing is loaded or contacted until a commit
     env.close()
     with pytest.raises(ConfigError, match="api_key"):

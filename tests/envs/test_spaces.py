@@ -14,6 +14,8 @@ from dreamer_gym.envs.schema import tool_call_schema
 from dreamer_gym.envs.spaces import CHARSET, SAMPLED_TOOLS, ToolCallSpace
 from dreamer_gym.envs.tools import TOOLS, parse_action
 
+from helpers import make_env
+
 ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
 
 
@@ -80,7 +82,7 @@ def test_vector_env_samples_parse():
 
 
 def test_a_sampled_step_is_an_observation_not_an_exception():
-    env = gym.make(ENV_ID, eval_in_family=1, eval_other=0)
+    env = make_env(ENV_ID, eval_in_family=1, eval_other=0)
     try:
         env.reset(seed=0)
         env.action_space.seed(0)

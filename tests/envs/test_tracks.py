@@ -16,8 +16,12 @@ CONFIG_FIELDS = {f.name for f in dataclasses.fields(ConsolidationConfig)}
 
 
 def test_frozen_fields_are_the_declaration_s_fields():
-    assert FROZEN_FIELDS == ("suite", "pool", "pool_hash", "split", "reward_agent")
+    """Every reward-defining field is declared per id (and so frozen); budgets and plumbing are not."""
+    from dreamer_gym.envs.frozen import BUDGET_FIELDS, REWARD_FIELDS
+
+    assert set(FROZEN_FIELDS) == set(REWARD_FIELDS)
     assert set(FROZEN_FIELDS) <= CONFIG_FIELDS
+    assert not set(FROZEN_FIELDS) & {*BUDGET_FIELDS, "workers", "executor", "service", "store_path"}
 
 
 @pytest.mark.parametrize("env_id", sorted(ENV_IDS))
@@ -50,6 +54,7 @@ def test_agent_limits_are_what_they_were(env_id, steps, top_k):
 def test_a_new_id_is_one_line():
     spec = EnvIdSpec("scienceworld", "scienceworld-v0", None).llm(agent_max_steps=12)
     kwargs = env_kwargs(spec)
-    assert kwargs["frozen"] == {"suite": "scienceworld", "pool": "scienceworld-v0", "pool_hash": None,
-                                "split": "dev", "reward_agent": "llm"}
+    assert {k: kwargs["frozen"][k] for k in ("suite", "pool", "pool_hash", "split", "reward_agent")} == {
+        "suite": "scienceworld", "pool": "scienceworld-v0", "pool_hash": None, "split": "dev", "reward_agent": "llm"}
+    assert kwargs["frozen"]["agent_max_steps"] == 12  # an id's agent settings are frozen too
     assert kwargs["agent_max_steps"] == 12

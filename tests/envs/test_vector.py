@@ -14,7 +14,7 @@ import dreamer_gym  # noqa: F401
 def test_async_vector_env_with_text_spaces() -> None:
     envs = gym.make_vec(
         "MemoryConsolidation-ScienceWorld-v0", num_envs=2, vectorization_mode="async",
-        vector_kwargs={"shared_memory": False}, eval_in_family=1, eval_other=0,
+        vector_kwargs={"shared_memory": False},
     )
     try:
         obs, info = envs.reset(seed=[0, 1])

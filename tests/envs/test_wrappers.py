@@ -1,7 +1,6 @@
 """Wrappers: one prompt string for LLM policies; fixed-size spaces for SB3-style libraries."""
 from __future__ import annotations
 
-import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
@@ -10,11 +9,13 @@ import dreamer_gym  # noqa: F401
 from dreamer_gym.envs.tools import TOOLS
 from dreamer_gym.envs.wrappers import ENTRY_FEATURES, EntryOpsWrapper, PromptObservation, entry_features
 
+from helpers import make_env
+
 ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
 
 
 def test_prompt_observation_holds_schema_region_and_budget() -> None:
-    env = PromptObservation(gym.make(ENV_ID, eval_in_family=1, eval_other=0))
+    env = PromptObservation(make_env(ENV_ID, eval_in_family=1, eval_other=0))
     obs, info = env.reset(seed=3)
     assert isinstance(obs, str) and env.observation_space.contains(obs)
     for name in TOOLS:
@@ -28,7 +29,7 @@ def test_prompt_observation_holds_schema_region_and_budget() -> None:
 
 @pytest.mark.jvm
 def test_entry_ops_wrapper_passes_checker_and_keep_all_is_zero() -> None:
-    env = EntryOpsWrapper(gym.make(ENV_ID, eval_in_family=1, eval_other=0))
+    env = EntryOpsWrapper(make_env(ENV_ID, eval_in_family=1, eval_other=0))
     check_env(env, skip_render_check=True)
     obs, info = env.reset(seed=0)
     assert obs.shape == (50, len(ENTRY_FEATURES))
@@ -68,7 +69,7 @@ def test_entry_features_follow_tags_not_the_writer_s_english() -> None:
 
 
 def test_entry_features_of_a_real_region_use_its_tags() -> None:
-    env = gym.make(ENV_ID, eval_in_family=1, eval_other=0)
+    env = make_env(ENV_ID, eval_in_family=1, eval_other=0)
     _, info = env.reset(seed=0)
     env.close()
     feats = entry_features(info["region"], 50)

@@ -1,0 +1,196 @@
+"""The referee: everything privileged about the reward, in whichever process hosts the service.
+
+It holds the full bank pool (evaluation task texts, TRAIN gold paths), the evaluator with its simulator
+and downstream agent, and the evaluation cache. It draws the episodes, rebuilds bank v1 from its own copy
+of bank v0, checks the new region against the limits, scores it with
+:func:`~dreamer_gym.envs.reward.reward_from_results` and answers with what the id's rules let the
+policy see. In a track (``withhold=True``) it answers with no score at all and keeps the results in a
+ledger that only :meth:`finish` hands out, once, after which it refuses commits.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from dreamer_gym.agents import EpisodeResult
+from dreamer_gym.envs.config import ConsolidationConfig
+from dreamer_gym.envs.frozen import budgets, comparable_id, reward_definition
+from dreamer_gym.envs.reward import reward_from_results
+from dreamer_gym.envs.tools import CHARS_PER_TOKEN
+from dreamer_gym.errors import RewardServiceError
+from dreamer_gym.evaluation import EvalEpisode, Evaluator
+from dreamer_gym.memory import MemoryBank, MemoryEntry, count_tokens, select_by_family
+from dreamer_gym.pool import BankPool, load_or_build_pool
+from dreamer_gym.service.messages import CommitRequest, CommitResult, PublicPool
+from dreamer_gym.store import Store
+from dreamer_gym.suites.base import EpisodeTask
+
+
+def draw_episodes(pool: BankPool, family: str, split: str, in_family: int, other: int,
+                  rng: np.random.Generator) -> list[EvalEpisode]:
+    """``in_family`` distinct variations of ``family`` and ``other`` episodes of other families (each drawn
+    family first, then a variation of it), from ``rng``."""
+    own = list(pool.variations(family, split))
+    picks = [own[i] for i in sorted(rng.choice(len(own), size=min(in_family, len(own)), replace=False))]
+    episodes = [EvalEpisode(EpisodeTask(family, v), pool.description(EpisodeTask(family, v), split)) for v in picks]
+    others = [f for f in pool.families if f != family]
+    for _ in range(other if others else 0):
+        fam = others[int(rng.integers(len(others)))]
+        vs = pool.variations(fam, split)
+        task = EpisodeTask(fam, vs[int(rng.integers(len(vs)))])
+        episodes.append(EvalEpisode(task, pool.description(task, split)))
+    return episodes
+
+
+def _success(results: list[EpisodeResult]) -> float:
+    return float(np.mean([r.success for r in results])) if results else 0.0
+
+
+class Referee:
+    """Scores commits for one reward definition (``config``); see the module docstring."""
+
+    def __init__(self, config: ConsolidationConfig, withhold: bool = False) -> None:
+        self.config = config
+        self.withhold = withhold
+        self._pool: BankPool | None = None
+        self._store: Store | None = None
+        self._evaluator: Evaluator | None = None
+        self._ledger: list[dict[str, Any]] = []
+        self._sealed = False
+        self._comparable_id = comparable_id(config)
+
+    @property
+    def pool(self) -> BankPool:
+        if self._pool is None:
+            self._pool = load_or_build_pool(self.config.pool, self.config.suite, self.config.pool_hash)
+        return self._pool
+
+    @property
+    def evaluator(self) -> Evaluator:
+        if self._evaluator is None:
+            cfg = self.config
+            self._store = Store(cfg.store_path)
+            self._evaluator = Evaluator(cfg.suite, cfg.agent_config(), self._store, cfg.workers, executor=cfg.executor)
+        return self._evaluator
+
+    # --- requests ----------------------------------------------------------------------------------------------
+    def public_pool(self) -> PublicPool:
+        pool = self.pool
+        return PublicPool(pool.suite, pool.hash, pool.families, pool.banks, dict(pool.trajectories))
+
+    def commit(self, request: CommitRequest) -> CommitResult:
+        if self._sealed:
+            raise RewardServiceError("this track's results were handed out (finish()); it takes no more commits")
+        cfg, pool = self.config, self.pool
+        old = self._bank(request.bank_index)
+        region = select_by_family(old, request.family, cfg.max_region_entries)
+        if not region.entry_ids:
+            raise RewardServiceError(f"bank {request.bank_index} has no entries of family {request.family!r}")
+        self._check_region(old, region.entry_ids, request)
+        new = old.replace(region.entry_ids, request.emitted)
+        episodes = draw_episodes(pool, request.family, cfg.split, cfg.eval_in_family, cfg.eval_other,
+                                 np.random.default_rng(request.episode_seed))
+        before = self.evaluator.evaluate(old, episodes)
+        after = before if new == old else self.evaluator.evaluate(new, episodes)
+        tokens = (sum(count_tokens(old.get(i).text) for i in region.entry_ids),  # type: ignore[union-attr]
+                  sum(count_tokens(e.text) for e in request.emitted))
+        in_family = [e.task.family == request.family for e in episodes]
+        reward = reward_from_results(before, after, tokens[0], tokens[1], cfg.size_coef, in_family)
+        sizes = {"size_before": {"entries": len(region.entry_ids), "tokens": tokens[0]},
+                 "size_after": {"entries": len(request.emitted), "tokens": tokens[1]}}
+        common = {
+            **sizes,
+            "reward_definition": reward_definition(cfg),
+            "budgets": budgets(cfg),
+            "env_id": self._comparable_id,
+            "comparable": self._comparable_id is not None,
+            "reward_agent": dataclasses.asdict(self.evaluator.agent_config),  # incl. the LLM, never a key
+            # what the score was measured on; "alfworld-gen" games are generated, never the official splits
+            "suite": cfg.suite,
+            "pool_hash": pool.hash,
+            "bank_before": old.hash,
+            "bank_after": new.hash,
+        }
+        if self.withhold:
+            self._ledger.append({
+                "bank_index": request.bank_index, "family": request.family, "invalid_calls": request.invalid_calls,
+                "score_before": reward.score_before, "score_after": reward.score_after,
+                "reward": reward.total - cfg.invalid_penalty * request.invalid_calls,
+                "reward_components": reward.components(), "score_delta_parts": reward.score_delta_parts(),
+                "episodes": [{"family": e.task.family, "variation": e.task.variation, "in_family": f,
+                              "before": b.score, "after": a.score}
+                             for e, f, b, a in zip(episodes, in_family, before, after)],
+                "episode_errors": [r.error for r in (*before, *after) if r.error], **sizes,
+            })
+            return CommitResult(new.hash, None, {**common, "reward_withheld": True})
+        info = {
+            **common,
+            "score_before": reward.score_before,
+            "score_after": reward.score_after,
+            "success_before": _success(before),
+            "success_after": _success(after),
+            "reward_components": reward.components(),
+            "score_delta_parts": reward.score_delta_parts(),
+            "episode_errors": [r.error for r in (*before, *after) if r.error],
+            "episodes": [{"family": e.task.family, "variation": e.task.variation, "in_family": f,
+                          "before": b.score, "after": a.score}
+                         for e, f, b, a in zip(episodes, in_family, before, after)],
+        }
+        return CommitResult(new.hash, reward.total, info)
+
+    def finish(self) -> list[dict[str, Any]]:
+        """The ledger of a withheld (track) run, once; the referee takes no commits afterwards."""
+        if not self.withhold:
+            raise RewardServiceError("finish() hands out a track's ledger; this service pays rewards per commit")
+        if self._sealed:
+            raise RewardServiceError("finish() was called already: a track's ledger is handed out once")
+        self._sealed = True
+        ledger, self._ledger = self._ledger, []
+        return ledger
+
+    def stats(self) -> dict[str, int]:
+        """Evaluation-cache hits and misses, worker restarts, failures (no task content)."""
+        s = self.evaluator.stats
+        return {"hits": s.hits, "misses": s.misses, "worker_restarts": s.worker_restarts, "failures": s.failures}
+
+    def worker_pids(self) -> list[int]:
+        return [] if self._evaluator is None else self._evaluator.worker_pids()
+
+    def close(self) -> None:
+        if self._evaluator is not None:
+            self._evaluator.close()
+            self._evaluator = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    # --- checks ---------------------------------------------------------------------------------------------------
+    def _bank(self, index: int) -> MemoryBank:
+        banks = self.pool.banks
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < len(banks):
+            raise RewardServiceError(f"`bank_index` must be an int in [0, {len(banks) - 1}], got {index!r}")
+        return banks[int(index)]
+
+    def _check_region(self, old: MemoryBank, region_ids: tuple[str, ...], request: CommitRequest) -> None:
+        """The env's tools enforce these limits; the referee checks them again on what it is asked to score."""
+        cfg, ids, region = self.config, set(), set(region_ids)
+        new = 0
+        for e in request.emitted:
+            if not isinstance(e, MemoryEntry):
+                raise RewardServiceError(f"emitted items must be MemoryEntry objects, got {type(e).__name__}")
+            if e.id in ids:
+                raise RewardServiceError(f"entry {e.id} is emitted twice")
+            ids.add(e.id)
+            if e.id in region:
+                if e != old.get(e.id):
+                    raise RewardServiceError(f"kept entry {e.id} differs from the region's")
+                continue
+            new += 1
+            if e.family != request.family:
+                raise RewardServiceError(f"new entry {e.id} is of family {e.family!r}, not the region's {request.family!r}")
+            if count_tokens(e.text) > cfg.max_entry_tokens or len(e.text) > cfg.max_entry_tokens * CHARS_PER_TOKEN:
+                raise RewardServiceError(f"new entry {e.id} is over max_entry_tokens={cfg.max_entry_tokens}")
+        if new > cfg.max_emitted:
+            raise RewardServiceError(f"{new} new entries; max_emitted is {cfg.max_emitted}")

