@@ -68,8 +68,9 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser | argparse._Argument
         default = _default(f)
         note = "" if default is None else (help_suffix if help_suffix is not None else "(default: {default})")
         note = note.format(default=default)
-        kwargs: dict[str, Any] = {"dest": f"{dest_prefix}{f.name}", "default": None,
-                                  "help": " ".join(p for p in (f.metadata.get("help", ""), note) if p)}
+        text = " ".join(p for p in (f.metadata.get("help", ""), note) if p)
+        # field docs are prose, not argparse format strings: a literal "%" must not break --help
+        kwargs: dict[str, Any] = {"dest": f"{dest_prefix}{f.name}", "default": None, "help": text.replace("%", "%%")}
         if kind is bool and not is_tuple:
             kwargs["action"] = argparse.BooleanOptionalAction
         else:

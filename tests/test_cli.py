@@ -163,3 +163,18 @@ def test_every_baseline_config_is_read_by_the_command_its_first_line_names(path:
     assert words[:2] == ["#", "dreamer-gym"] and words[3:5] == ["--config", f"baselines/configs/{path.name}"]
     args = parse_args([words[2], "--config", str(path)])
     assert args.command == words[2]
+
+
+def test_every_subcommand_help_renders() -> None:
+    """``--help`` of each subcommand formats (a "%" in a dataclass field's help once broke ``validity -h``)."""
+    import argparse
+
+    from dreamer_gym.cli import build_parser
+
+    parser = build_parser()
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert {"acquire", "consolidate", "evaluate", "validity", "power"} <= set(sub.choices)
+    for name, p in sub.choices.items():
+        text = p.format_help()
+        assert f"dreamer-gym {name}" in text and "--" in text, name
+    assert "bank seed % banks" in sub.choices["validity"].format_help()

@@ -16,6 +16,7 @@ comparable" to the registered id's reward.
 """
 from __future__ import annotations
 
+import gzip
 import json
 from collections import defaultdict
 from collections.abc import Sequence
@@ -250,17 +251,26 @@ def _score_lines(summary: dict[str, Any]) -> list[str]:
                   "| policy | " + " | ".join(fams) + " | mean |", "|---" * (len(fams) + 2) + "|"]
         for p, row in summary["normalised"].items():
             lines.append(f"| {p} | " + " | ".join(f"{row[f]:.2f}" for f in fams) + f" | **{row['mean']:.2f}** |")
-    lines += ["", "Paired differences (score points, bootstrap 95% CI):", "",
-              "| comparison | expected | mean | 95% CI | n | holds |", "|---|---|---|---|---|---|"]
-    for c in summary["comparisons"]:
+    return lines + _comparison_lines(summary["comparisons"], fams, ".1f", "Paired differences (score points, "
+                                     "bootstrap 95% CI):", "Per family (mean difference, 95% CI; ✓ where the "
+                                     "expectation holds):")
+
+
+def _comparison_lines(comparisons: list[dict[str, Any]], fams: list[str], fmt: str, pooled_title: str,
+                      family_title: str) -> list[str]:
+    """The pooled and the per-family tables of paired comparisons, numbers in format ``fmt``."""
+    def num(x: float) -> str:
+        return format(x, "+" + fmt)
+
+    lines = ["", pooled_title, "", "| comparison | expected | mean | 95% CI | n | holds |", "|---|---|---|---|---|---|"]
+    for c in comparisons:
         sign = ">" if c["expect"] == "greater" else "≈"
-        lines.append(f"| {c['a']} {sign} {c['b']} | {c['expect']} | {c['mean']:+.1f} | "
-                     f"[{c['ci95'][0]:+.1f}, {c['ci95'][1]:+.1f}] | {c['n']} | {'yes' if c['holds'] else 'NO'} |")
-    lines += ["", "Per family (mean difference, 95% CI; ✓ where the expectation holds):", "",
-              "| comparison | " + " | ".join(fams) + " |", "|---" * (len(fams) + 1) + "|"]
-    for c in summary["comparisons"]:
+        lines.append(f"| {c['a']} {sign} {c['b']} | {c['expect']} | {num(c['mean'])} | "
+                     f"[{num(c['ci95'][0])}, {num(c['ci95'][1])}] | {c['n']} | {'yes' if c['holds'] else 'NO'} |")
+    lines += ["", family_title, "", "| comparison | " + " | ".join(fams) + " |", "|---" * (len(fams) + 1) + "|"]
+    for c in comparisons:
         sign = ">" if c["expect"] == "greater" else "≈"
-        cells = [f"{v['mean']:+.1f} [{v['ci95'][0]:+.1f}, {v['ci95'][1]:+.1f}] {'✓' if v['holds'] else '✗'}"
+        cells = [f"{num(v['mean'])} [{num(v['ci95'][0])}, {num(v['ci95'][1])}] {'✓' if v['holds'] else '✗'}"
                  for v in (c["per_family"][f] for f in fams)]
         lines.append(f"| {c['a']} {sign} {c['b']} | " + " | ".join(cells) + " |")
     return lines
@@ -276,21 +286,11 @@ def _reward_lines(rewards: dict[str, Any]) -> list[str]:
         lines.append(f"| {p} | " + " | ".join(f"{row[f]:+.3f}" for f in fams)
                      + f" | **{row['all']:+.3f}** | {row['in_family']:+.3f} | {row['other_family']:+.3f} | "
                      f"{row['other_family_unpaid']:.3f} | {row['size']:+.3f} | {row['tokens']:.0f} |")
-    lines += ["", f"Paired differences of the commit reward per region (bootstrap 95% CI; \"equal\": the CI lies "
-              f"within ±{rewards['equal_margin']}):", "",
-              "| comparison | expected | mean | 95% CI | n | holds |", "|---|---|---|---|---|---|"]
-    for c in rewards["comparisons"]:
-        sign = ">" if c["expect"] == "greater" else "≈"
-        lines.append(f"| {c['a']} {sign} {c['b']} | {c['expect']} | {c['mean']:+.3f} | "
-                     f"[{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}] | {c['n']} | {'yes' if c['holds'] else 'NO'} |")
-    lines += ["", "Per family (mean reward difference, 95% CI; ✓ where the expectation holds):", "",
-              "| comparison | " + " | ".join(fams) + " |", "|---" * (len(fams) + 1) + "|"]
-    for c in rewards["comparisons"]:
-        sign = ">" if c["expect"] == "greater" else "≈"
-        cells = [f"{v['mean']:+.3f} [{v['ci95'][0]:+.3f}, {v['ci95'][1]:+.3f}] {'✓' if v['holds'] else '✗'}"
-                 for v in (c["per_family"][f] for f in fams)]
-        lines.append(f"| {c['a']} {sign} {c['b']} | " + " | ".join(cells) + " |")
-    return lines
+    return lines + _comparison_lines(
+        rewards["comparisons"], fams, ".3f",
+        f"Paired differences of the commit reward per region (bootstrap 95% CI; \"equal\": the CI lies "
+        f"within ±{rewards['equal_margin']}):",
+        "Per family (mean reward difference, 95% CI; ✓ where the expectation holds):")
 
 
 def to_markdown(summary: dict[str, Any], config: ValidityConfig) -> str:
@@ -359,7 +359,8 @@ def run(config: ValidityConfig, out_dir: str | Path | None = None, progress: boo
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "records.json").write_text(json.dumps(data, indent=1))
+        with gzip.open(out / "records.json.gz", "wt") as fh:  # every episode: ~0.5 MB as text, 15 kB zipped
+            json.dump(data, fh)
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
         (out / "config.json").write_text(json.dumps(asdict(config), indent=1))
         (out / "validity.md").write_text(to_markdown(summary, config))
