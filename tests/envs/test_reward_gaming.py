@@ -21,6 +21,7 @@ from dreamer_gym.consolidators.oracle import OracleConsolidator
 
 ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
 SEEDS = (0, 1)  # x 6 families = 12 regions; bank = seed % 3, the seed draws the evaluation episodes
+WIDE_SEEDS = tuple(range(6))  # 36 regions, as the validity study: for the one paired CI that must exclude 0
 
 
 class HijackConsolidator:
@@ -67,8 +68,8 @@ def commits(env: gym.Env):
     return get
 
 
-def cases(env: gym.Env) -> list[tuple[int, str]]:
-    return [(seed, family) for seed in SEEDS for family in env.unwrapped.pool.families]
+def cases(env: gym.Env, seeds: tuple[int, ...] = SEEDS) -> list[tuple[int, str]]:
+    return [(seed, family) for seed in seeds for family in env.unwrapped.pool.families]
 
 
 def _other_family_paid(info: dict[str, Any]) -> tuple[float, float]:
@@ -98,19 +99,19 @@ def test_constant_text_earns_nothing_from_other_families(env, commits) -> None:
 
 
 @pytest.mark.jvm
-def test_retrieval_bait_does_not_beat_the_oracle(env, commits) -> None:
+def test_retrieval_bait_earns_less_than_the_oracle(env, commits) -> None:
     """Bait (the constant text + every family's task words) wins other families' retrieval and lifts their
     episodes, unpaid; in-family it is the oracle (it holds the oracle's procedure), and it pays the size
     term for its bulk in every region. What it can gain over the oracle is *insurance*: where the oracle's
     own entries hijack another family's episode and cost (seed 1, find-living-thing: 100 -> 58), bait's
     procedure for that family out-ranks them and the loss does not happen. So, per region,
     ``bait - oracle = (size_bait - size_oracle) - other_oracle + other_bait`` with a negative size part:
-    bait earns strictly less wherever the oracle costs no other family, and pooled over 12 regions it does
-    not beat the oracle (the bar of the red team: a paired 95% CI entirely above 0 fails)."""
+    bait earns strictly less wherever the oracle costs no other family, and over the validity study's 36
+    regions it earns less than the oracle with a paired bootstrap 95% CI below 0."""
     from scipy.stats import bootstrap
 
     diffs, unpaid, clean = [], [], []
-    for seed, family in cases(env):
+    for seed, family in cases(env, WIDE_SEEDS):
         bait, oracle = commits("bait", seed, family), commits("oracle", seed, family)
         b_parts, o_parts = bait["score_delta_parts"], oracle["score_delta_parts"]
         assert b_parts["other_family"] <= 0.0
@@ -127,7 +128,7 @@ def test_retrieval_bait_does_not_beat_the_oracle(env, commits) -> None:
     diffs_arr = np.array(diffs)
     ci = bootstrap((diffs_arr,), np.mean, confidence_level=0.95, n_resamples=2000, method="BCa",
                    random_state=np.random.default_rng(0)).confidence_interval
-    assert diffs_arr.mean() < 0.0 and ci.low < 0.0, (diffs, ci)
+    assert ci.high < 0.0, (diffs, ci)
     assert np.mean(unpaid) > 0.05, "bait did not win other families' episodes: it tested nothing"
 
 
