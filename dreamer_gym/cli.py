@@ -39,7 +39,10 @@ def _cmd_acquire(args: argparse.Namespace) -> int:
     from dreamer_gym.suites import get_suite_spec
 
     spec = get_suite_spec(args.suite)
-    families = tuple(args.families.split(",")) if args.families else spec.families
+    default = spec.held_out_families if args.held_out else spec.families
+    families = tuple(args.families.split(",")) if args.families else default
+    if not families:
+        raise ConfigError(f"suite {spec.name!r} has no held-out families; pass --families")
     suite = spec.make()
     try:
         pool = build_pool(suite, families, tuple(args.seeds), args.eval_variations, args.gold_variations,
@@ -347,7 +350,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("acquire", help="build a frozen bank pool by real acquisition")
     p.add_argument("--suite", default="scienceworld")
-    p.add_argument("--families", default="", help="comma-separated task families (default: the env's)")
+    p.add_argument("--families", default="", help="comma-separated task families (default: the suite's training "
+                   "families, or with --held-out its held-out ones)")
+    p.add_argument("--held-out", action="store_true", help="a held-out pool: the suite's held_out_families "
+                   "(use bank seeds no training pool uses)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--eval-variations", type=int, default=10)
     p.add_argument("--gold-variations", type=int, default=20)

@@ -13,7 +13,7 @@ from dreamer_gym.suites.scienceworld import ScienceWorldSuite
 def test_shipped_pool_matches_pinned_hash() -> None:
     pool = load_pool("scienceworld-v0", SCIENCEWORLD_POOL_HASH)
     assert pool.hash == SCIENCEWORLD_POOL_HASH
-    assert len(pool.banks) == 3
+    assert len(pool.banks) == 6
     # every entry's provenance points at a stored trajectory
     for bank in pool.banks:
         for entry in bank:

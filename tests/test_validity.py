@@ -35,6 +35,22 @@ def test_reward_orders_oracle_raw_empty_on_a_small_study() -> None:
     assert abs(rewards["prose-oracle"]["all"] - rewards["oracle"]["all"]) <= 0.01
 
 
+@pytest.mark.jvm
+def test_the_study_runs_a_held_out_track_with_its_pool_and_split() -> None:
+    """``--track scienceworld``: the held-out pool, TEST episodes, the track's episode counts; keep-all is 0."""
+    from dreamer_gym.leaderboard import load_track
+
+    track = load_track("scienceworld")
+    config = ValidityConfig(track="scienceworld", families=("lifespan-shortest-lived",), seeds=(0,),
+                            policies=("keep-all", "oracle"), bootstrap_resamples=200)
+    summary = run(config, progress=False)
+    setting = summary["setting"]
+    assert setting["track"] == "scienceworld" and setting["split"] == "test" and setting["comparable"]
+    assert setting["pool_hash"] == track.pool_hash and setting["eval_other"] == track.eval_other
+    rewards = summary["rewards"]["table"]
+    assert rewards["keep-all"]["all"] == 0.0 and rewards["oracle"]["all"] > 0.05
+
+
 def test_a_changed_reward_field_is_labelled_not_comparable() -> None:
     """Changing what the reward measures builds the env directly; free fields keep the registered id."""
     env, comparable = make_study_env("MemoryConsolidation-ScienceWorld-v0", 0, {"max_tool_calls": 30})

@@ -243,7 +243,7 @@ class ALFWorldFollowing:
         goal = parse_goal(suite.task_description())
         ep = _Episode(suite, self.config, receptacles=seen_items(first), target_type=goal.target if goal else "")
         if goal is not None:
-            priors = read_priors([e.text for e in entries if e.kind in ("fact", "insight")])
+            priors = read_priors([e.text for e in entries])  # facts may sit in any entry, a procedure's too
             procedure = self._choose(goal, [e for e in entries if e.kind == "procedure"])
             if procedure is not None:
                 self._follow(ep, goal, procedure, priors)

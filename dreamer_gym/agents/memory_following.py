@@ -9,16 +9,22 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from dreamer_gym.agents.analogy import Analogy, rooms_named_for
 from dreamer_gym.agents.base import AgentConfig, EpisodeResult
-from dreamer_gym.agents.reading import extract_actions, fill, forbidden_actions, slots
+from dreamer_gym.agents.reading import extract_actions, fill, forbidden_actions, slots, steps_from_outcomes
 from dreamer_gym.agents.retrieval import TaskRetriever
 from dreamer_gym.agents.slots import SlotContext, resolve_slot
 from dreamer_gym.agents.world import ROOMS, WorldModel, objects_in
 from dreamer_gym.memory import MemoryEntry
+from dreamer_gym.memory.hashing import content_hash
 from dreamer_gym.suites.base import EpisodeTask, StepOutcome, TaskSuite
 from dreamer_gym.suites.registry import get_suite_spec
 
+# Bump whenever a change to how the followers read memory or act can change an episode: it is part of
+# the evaluation-cache key. 2: concrete notes are read by analogy (issue 11, agents/analogy.py).
+READING_VERSION = 2
 _AMBIGUOUS = "Ambiguous request"
+_UNKNOWN_ACTION = "No known action"  # ScienceWorld's answer to an action naming nothing here
 
 
 class _Episode:
@@ -35,6 +41,7 @@ class _Episode:
         self.world.observe_look(first)
         self.notes: list[str] = []  # what the agent has read (recipes, labels)
         self.reading: float | None = None  # the last measurement it observed
+        self.searched = False  # a rejected step has sent it searching the house (once per episode)
 
     @property
     def steps_left(self) -> int:
@@ -90,8 +97,9 @@ class MemoryFollowingAgent:
 
     @property
     def cache_key(self) -> str:
-        """What the evaluation cache keys this agent's episodes by."""
-        return self.config.key
+        """What the evaluation cache keys this agent's episodes by: its config and the version of its reading
+        (:data:`READING_VERSION`), so a cache filled by an older reader is never served."""
+        return content_hash({"config": self.config.key, "reading": READING_VERSION})
 
     def retrieve(self, description: str, entries: Sequence[MemoryEntry], index_key: str | None = None) -> list[MemoryEntry]:
         """Top entries for the task (see :class:`TaskRetriever`)."""
@@ -115,21 +123,28 @@ class ScienceWorldFollowing:
     def play(self, suite: TaskSuite, task: EpisodeTask, entries: Sequence[MemoryEntry]) -> EpisodeResult:
         ep = _Episode(suite, task, self.config)
         procedures = [e for e in entries if e.kind == "procedure"]
-        facts = [e.text for e in entries if e.kind in ("fact", "insight")]
+        facts = [e.text for e in entries]  # a list under a category may sit in any entry, a procedure's too
         banned = forbidden_actions([e.text for e in entries if e.kind == "pitfall"])
         if procedures:
-            self._follow(ep, extract_actions(procedures[0].text), facts, banned)
+            note, steps = procedures[0].text, extract_actions(procedures[0].text)
+        else:  # no procedure in context: piece one together from notes on what raised the score
+            goal, steps = steps_from_outcomes([e.text for e in entries if e.kind == "insight"])
+            note = f"To {goal}: " + ", ".join(steps) if goal else ", ".join(steps)
+        if steps:
+            analogy = Analogy.between(note, get_suite_spec(suite.name).profile.goal(ep.description))
+            self._follow(ep, steps, facts, banned, analogy)
         if not ep.done and ep.score <= 0:
             self._explore(ep)
         raw = ep.score
         clipped = min(max(raw, 0.0), 100.0)
         return EpisodeResult(task, clipped, raw, len(ep.actions), raw >= 100.0, tuple(ep.actions))
 
-    def _follow(self, ep: _Episode, steps: list[str], facts: list[str], banned: set[str]) -> None:
+    def _follow(self, ep: _Episode, steps: list[str], facts: list[str], banned: set[str], analogy: Analogy) -> None:
         bindings: dict[str, str] = {}
         for step in steps:
             if ep.done or ep.steps_left <= 0:
                 return
+            step = analogy.apply(step)
             if step.startswith("open door to"):
                 continue  # navigation opens doors itself
             if step.startswith("go to"):
@@ -145,7 +160,56 @@ class ScienceWorldFollowing:
             action = fill(step, bindings)
             if slots(action) or action in banned:
                 continue
-            ep.act(action)
+            outcome = ep.act(action)
+            if outcome is not None and not slots(step) and outcome.observation.startswith(_UNKNOWN_ACTION):
+                self._adapt(ep, action, analogy, banned, facts)
+
+    def _adapt(self, ep: _Episode, action: str, analogy: Analogy, banned: set[str], facts: list[str],
+               max_rooms: int = 10) -> None:
+        """A rejected concrete step: what it names is not here. Search for it (once per episode): first the
+        rooms a retrieved fact places an object of that kind in, then those the task text names, then the
+        nearest unvisited ones, at most
+        ``max_rooms``, retrying in each (an object held "in inventory" is picked up where it is found). Where
+        it is nowhere, retry once with an object of the same kind in sight (see
+        :mod:`dreamer_gym.agents.analogy`) and keep the rewrite if the simulator accepts it."""
+        if not ep.searched:
+            ep.searched = True
+            if self._search(ep, action, facts, max_rooms):
+                return
+        if not ep.done:
+            self._retry(ep, action, analogy, banned)
+
+    def _search(self, ep: _Episode, action: str, facts: list[str], max_rooms: int) -> bool:
+        held = re.search(r"(?:^|\s)(?:on |to |in )?([a-z0-9 ]+?) in inventory\b", action)
+        told = sorted((ep.description.lower().find(r), r) for r in ROOMS if r in ep.description.lower())
+        hinted = [r for r in dict.fromkeys([*rooms_named_for(action, facts), *(r for _, r in told)])
+                  if r != ep.world.room]
+        for _ in range(max_rooms):
+            target = hinted.pop(0) if hinted else None
+            if target is None:
+                path = ep.world.frontier_path()
+                target = path[-1] if path else None
+            if target is None or not ep.navigate(target):
+                return False
+            if held and held.group(1).split(" on ")[-1] in ep.world.objects:
+                ep.act(f"pick up {held.group(1).split(' on ')[-1]}")
+            outcome = ep.act(action)
+            if outcome is None or not outcome.observation.startswith(_UNKNOWN_ACTION):
+                return True
+        return False
+
+    def _retry(self, ep: _Episode, action: str, analogy: Analogy, banned: set[str]) -> bool:
+        """Whether an object of the same kind in sight made ``action`` acceptable (tried once)."""
+        known = (*ep.world.objects, *objects_in(ep.suite.inventory()))
+        for phrase, obj, rewritten in analogy.alternatives(action, known):
+            if rewritten in banned:
+                continue
+            outcome = ep.act(rewritten)
+            if outcome is not None and not outcome.observation.startswith(_UNKNOWN_ACTION):
+                analogy.learn(phrase, obj)
+                return True
+            return False
+        return False
 
     # --- slot resolution -------------------------------------------------------------------------------
     def _resolve_room(self, ep: _Episode, target: str, bindings: dict[str, str]) -> str | None:

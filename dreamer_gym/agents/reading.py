@@ -91,3 +91,22 @@ def forbidden_actions(pitfall_texts: list[str]) -> set[str]:
                 tail = re.split(r"\b(?:before|until|when|unless|because|since)\b", tail)[0]
                 banned.update(a for a in extract_actions(tail) if not slots(a))
     return banned
+
+
+_RAISED = re.compile(r"(?:while trying to (?P<goal>.+?), )?'(?P<action>[^']+)' raised the score from (?P<from>-?\d+(?:\.\d+)?)")
+
+
+def steps_from_outcomes(texts: list[str]) -> tuple[str | None, list[str]]:
+    """A procedure pieced together from notes on what worked ("While trying to <goal>, '<action>' raised the
+    score from 12 to 37."): the actions in order of the score they started from, each once, and the goal of
+    the first note that names one. What a reader does with a pile of such notes and no written procedure."""
+    found: list[tuple[float, int, str]] = []
+    goal = None
+    for i, text in enumerate(texts):
+        for m in _RAISED.finditer(text.lower()):
+            actions = extract_actions(m.group("action"))
+            if actions:
+                found.append((float(m.group("from")), i, actions[0]))
+                goal = goal or m.group("goal")
+    steps = list(dict.fromkeys(a for _, _, a in sorted(found)))
+    return goal, steps

@@ -101,17 +101,17 @@ def from_visible_type(ctx: SlotContext) -> str | None:
 
 
 def from_category_fact(ctx: SlotContext) -> str | None:
-    """A visible object that a retrieved fact lists under the slot's name ("Examples of a non-living
-    thing: chair, table")."""
-    category = re.compile(r"(?<![\w-])" + re.escape(ctx.base) + r"s?\b")
+    """A visible object that a retrieved text lists under the slot's name ("Examples of a non-living
+    thing: chair, table", also as a sentence of a procedure): the items after the colon that follows the
+    name; an item names an object it ends ("brown bear" for "baby brown bear", not "bee" for "bee hive")."""
+    category = re.compile(r"(?<![\w<-])" + re.escape(ctx.base) + r"s?\b[^:.<>]*:([^.]*)")
     for fact in ctx.facts:
-        text = fact.lower()
-        if not category.search(text):
-            continue
-        for obj in ctx.visible:  # room objects come before the inventory
-            core = obj.split(" egg")[0]
-            if obj not in ctx.used and re.search(r"\b" + re.escape(core) + r"\b", text):
-                return obj
+        for listed in category.findall(fact.lower()):
+            items = [i.strip(" .") for i in listed.split(",") if i.strip(" .")]
+            for obj in ctx.visible:  # room objects come before the inventory
+                core = obj.split(" egg")[0]
+                if obj not in ctx.used and any(core == i or core.endswith(" " + i) for i in items):
+                    return obj
     return None
 
 
@@ -126,6 +126,20 @@ def from_task_verb(ctx: SlotContext) -> str | None:
     return None
 
 
+def from_task_subject(ctx: SlotContext) -> str | None:
+    """What the task is about, the phrase after "of (the)" in its first sentence ("the life stages of the
+    moth" -> "moth" for ``<organism>``; "of the cherry plant" -> "cherry" for ``<plant>``). Last: it only
+    fills what nothing else can."""
+    first = ctx.description.split(".")[0]
+    found = re.search(r"\bof (?:the |an? )?([a-z ]+?)\s*(?:,|$)", first)
+    if not found:
+        return None
+    phrase = found.group(1).strip()
+    if phrase.endswith(" " + ctx.base):
+        return phrase[: -len(ctx.base) - 1]
+    return phrase if ctx.base in ("organism", "subject") else None
+
+
 STRATEGIES: tuple[Callable[[SlotContext], str | None], ...] = (
     from_what_was_read,
     from_quoted_task_phrase,
@@ -135,6 +149,7 @@ STRATEGIES: tuple[Callable[[SlotContext], str | None], ...] = (
     from_visible_type,
     from_category_fact,
     from_task_verb,
+    from_task_subject,
 )
 
 

@@ -96,10 +96,15 @@ class OracleConsolidator:
         """``(kind, text)`` of every entry the oracle writes for ``family``."""
         spec = _spec(env)
         procedure = spec.procedures.get(family)
-        out = [("procedure", f"To {_goal(env, family, procedure)}: {procedure.steps}.")] if procedure else []
-        if spec.oracle_facts is not None:
-            out += [("fact", f) for f in spec.oracle_facts(family, self.train_gold(env))]
-        return out
+        facts = spec.oracle_facts(family, self.train_gold(env)) if spec.oracle_facts is not None else []
+        if procedure is None:
+            return [("fact", f) for f in facts]
+        # one entry: the facts that fill the procedure's slots travel with it, so retrieval cannot show the
+        # steps without them (other regions' raw notes crowd a separate fact out of the agent's top k)
+        return [("procedure", self.procedure_text(_goal(env, family, procedure), procedure.steps, facts))]
+
+    def procedure_text(self, goal: str, steps: str, facts: list[str]) -> str:
+        return " ".join([f"To {goal}: {steps}.", *facts])
 
     def actions(self, env: gym.Env, obs: dict[str, Any], info: dict[str, Any]) -> Iterator[str]:
         if not info["region"]:
@@ -125,14 +130,8 @@ class ProseOracleDecoy(OracleConsolidator):
 
     name = "prose-oracle"
 
-    def texts(self, env: gym.Env, family: str) -> list[tuple[str, str]]:
-        out = []
-        for kind, text in super().texts(env, family):
-            if kind == "procedure":
-                head, _, body = text.partition(": ")
-                text = f"{head}. " + as_prose(body.rstrip("."))
-            out.append((kind, text))
-        return out
+    def procedure_text(self, goal: str, steps: str, facts: list[str]) -> str:
+        return " ".join([f"To {goal}. " + as_prose(steps), *facts])
 
 
 class WrongProcedureDecoy(OracleConsolidator):

@@ -254,6 +254,9 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
             "region": [{**d, "provenance": [dict(p) for p in d["provenance"]], "tags": list(d["tags"])}
                        for d in self._region_dicts],
             "family": None if ws is None else ws.family,
+            # which bank v0 the region comes from: GRPO groups and logs key on it (the hash names it exactly)
+            "bank": None if ws is None else self._bank_index,
+            "bank_hash": None if ws is None else self.pool.banks[self._bank_index].hash,
             "last_error": self._last_error,
             "invalid_calls": self._invalid,
             "tool_calls_left": max(self._calls_left, 0),

@@ -1,4 +1,5 @@
-"""Registered ids and their keyword arguments. The pool hash is pinned: a different pool is a new -vN."""
+"""Registered ids and their keyword arguments. The pool hash is pinned: from 1.0 on a different pool is a new -vN
+(pre-1.0, ids are redefined in place with a CHANGELOG entry)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
@@ -7,7 +8,7 @@ from typing import Any
 from dreamer_gym.envs.config import DEFAULT_FAMILIES
 from dreamer_gym.registration import env_kwargs
 
-SCIENCEWORLD_POOL_HASH = "p3f95ce9c9b3fb053"
+SCIENCEWORLD_POOL_HASH = "pbb9b36a4f660a660"
 ALFWORLD_GEN_POOL_HASH = "p3a5243c94551d807"
 MINIWOB_POOL_HASH = "pb3816741ee5a7b51"
 

@@ -4,8 +4,10 @@
 A :class:`Track` names the training id it measures (suite, pool, downstream agent: the id's reward
 definition) and freezes what a training id leaves free or sets for training: the TEST split, the regions
 (families x banks), the evaluation episodes per region, the budgets, and the seed of every draw. A
-track may differ from its id only in the split, the episodes per region and the budgets; anything else
-would measure something the id does not, and :meth:`Track.check` refuses it. A
+track may differ from its id only in the split, the episodes per region, the budgets and, for a
+*held-out* track, the pool: one of the suite's held-out pools (``held_out_families`` acquired on bank
+seeds no training pool uses), which no training id, reset or episode ever touches. Anything else would
+measure something the id does not, and :meth:`Track.check` refuses it. A
 :class:`TransferTrack` lists member tracks: the same consolidator, unchanged, on each.
 """
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dreamer_gym.envs.config import ConsolidationConfig
 from dreamer_gym.envs.frozen import BUDGET_FIELDS, REWARD_FIELDS, reward_definition
 from dreamer_gym.errors import ConfigError
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: the ScienceWorld track scores held-out families on held-out banks (issue 11)
 # what a track may set differently from its training id (everything else is the id's, checked)
 TRACK_FIELDS: tuple[str, ...] = ("split", "eval_in_family", "eval_other", *BUDGET_FIELDS)
 
@@ -49,6 +51,12 @@ class Track:
     size_coef: float
     invalid_penalty: float
     seed: int
+    pool: str | None = None  # None: the id's pool; else a held-out pool of the id's suite (with its hash)
+    pool_hash: str | None = None
+
+    @property
+    def held_out(self) -> bool:
+        return self.pool is not None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "families", tuple(self.families))
@@ -61,7 +69,8 @@ class Track:
         from dreamer_gym.envs.tracks import REGISTERED
 
         base = {k: v for k, v in REGISTERED[self.env_id].items() if k != "frozen"}
-        mine = {f.name: getattr(self, f.name) for f in fields(self) if f.name in ConsolidationConfig.__dataclass_fields__}
+        mine = {f.name: getattr(self, f.name) for f in fields(self) if f.name in ConsolidationConfig.__dataclass_fields__
+                and not (f.name in ("pool", "pool_hash") and not self.held_out)}
         return {**base, **mine, **free}
 
     def config(self, **free: Any) -> ConsolidationConfig:
@@ -85,12 +94,33 @@ class Track:
         id_kwargs = {k: v for k, v in REGISTERED[self.env_id].items() if k != "frozen"}
         expected = reward_definition(ConsolidationConfig(**id_kwargs))
         actual = reward_definition(self.config())
+        allowed = (*TRACK_FIELDS, "pool", "pool_hash") if self.held_out else TRACK_FIELDS
         for name in REWARD_FIELDS:
-            if name not in TRACK_FIELDS and expected[name] != actual[name]:
+            if name not in allowed and expected[name] != actual[name]:
                 raise ConfigError(f"track {self.name!r}: `{name}` is {actual[name]!r} but {self.env_id} measures "
-                                  f"with {expected[name]!r}; a track may change only {list(TRACK_FIELDS)}")
+                                  f"with {expected[name]!r}; a track may change only {list(allowed)}")
         if not self.families or not self.banks:
             raise ConfigError(f"track {self.name!r}: `families` and `banks` must be non-empty")
+        self._check_families(id_kwargs["suite"])
+
+    def _check_families(self, suite: str) -> None:
+        """A held-out track holds only held-out families (and pins its pool); any other only training ones."""
+        from dreamer_gym.suites import get_suite_spec
+
+        spec = get_suite_spec(suite)
+        if self.held_out:
+            if self.pool_hash is None:
+                raise ConfigError(f"track {self.name!r}: a held-out `pool` must be pinned by `pool_hash`")
+            outside = sorted(set(self.families) - set(spec.held_out_families))
+            if outside:
+                raise ConfigError(f"track {self.name!r}: families {outside} are not held out in suite {suite!r} "
+                                  f"(held out: {list(spec.held_out_families)})")
+        else:
+            if self.pool_hash is not None:
+                raise ConfigError(f"track {self.name!r}: `pool_hash` without `pool`")
+            leaked = sorted(set(self.families) & set(spec.held_out_families))
+            if leaked:
+                raise ConfigError(f"track {self.name!r}: held-out families {leaked} on the training pool")
 
 
 @dataclass(frozen=True)

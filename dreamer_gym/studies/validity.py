@@ -28,6 +28,7 @@ import gymnasium as gym
 import numpy as np
 
 from dreamer_gym.consolidators import make_consolidator, run_episode
+from dreamer_gym.errors import ConfigError
 
 POLICIES = ("oracle", "keep-all", "dedupe", "empty", "blind", "prose-oracle", "wrong-procedures",
             "constant", "bait")
@@ -73,6 +74,9 @@ class ValidityConfig:
     workers: int = field(default=0, metadata={"help": "evaluation worker processes (0 = in-process)"})
     bootstrap_resamples: int = field(default=4000, metadata={"help": "resamples per bootstrap CI"})
     env_kwargs: dict[str, Any] = field(default_factory=dict, metadata={"help": "more env keyword arguments"})
+    track: str | None = field(default=None, metadata={
+        "help": "a leaderboard track (e.g. scienceworld): its pool, split, families and episodes, scores shown "
+                "(a maintainer's study of the track's validity, not a submission)"})
 
 
 def make_study_env(env_id: str, workers: int = 0, overrides: dict[str, Any] | None = None) -> tuple[gym.Env, bool]:
@@ -100,10 +104,20 @@ def collect(config: ValidityConfig, progress: bool = True) -> dict[str, Any]:
     overrides = dict(config.env_kwargs)
     if config.episodes_per_family is not None:
         overrides.update(eval_in_family=config.episodes_per_family, eval_other=0)
-    env, comparable = make_study_env(config.env_id, config.workers, overrides)
+    track = None
+    if config.track is not None:
+        from dreamer_gym.envs.consolidation import ConsolidationEnv
+        from dreamer_gym.leaderboard import Track, load_track
+
+        track = load_track(config.track)
+        if not isinstance(track, Track):
+            raise ConfigError(f"`track` {config.track!r} is a transfer track: name one of its members")
+        env, comparable = ConsolidationEnv(**track.env_kwargs(workers=config.workers), **overrides), not overrides
+    else:
+        env, comparable = make_study_env(config.env_id, config.workers, overrides)
     try:
         pool = env.unwrapped.pool
-        families = config.families or pool.families
+        families = config.families or (track.families if track else pool.families)
         jobs = [(f, s, p) for f in families for s in config.seeds for p in config.policies]
         regions, episodes = [], []
         for family, seed, policy in tqdm(jobs, desc="validity", disable=not progress):
@@ -126,7 +140,8 @@ def collect(config: ValidityConfig, progress: bool = True) -> dict[str, Any]:
                 })
         cfg = env.unwrapped.config
         setting = {"env_id": config.env_id, "comparable": comparable, "eval_in_family": int(cfg.eval_in_family),
-                   "eval_other": int(cfg.eval_other), "size_coef": float(cfg.size_coef), "banks": len(pool.banks)}
+                   "eval_other": int(cfg.eval_other), "size_coef": float(cfg.size_coef), "banks": len(pool.banks),
+                   "track": config.track, "split": cfg.split, "pool_hash": pool.hash}
         return {"regions": regions, "episodes": episodes, "setting": setting}
     finally:
         env.close()
@@ -306,10 +321,16 @@ def to_markdown(summary: dict[str, Any], config: ValidityConfig) -> str:
         return "\n".join(lines + _score_lines(summary)) + "\n"
     s = summary["setting"]
     n_regions = len(rewards["families"]) * len(config.seeds)
-    label = ("the registered id as it runs (comparable)" if s["comparable"]
-             else "**not comparable**: a reward field differs from the registered id's")
+    if s.get("track"):
+        label = (f"track `{s['track']}` as it runs, scores shown (pool `{s['pool_hash']}`)" if s["comparable"]
+                 else f"track `{s['track']}` with changed settings (**not comparable**)")
+        where = f"Env `{s['env_id']}` on {label}"
+    else:
+        label = ("the registered id as it runs (comparable)" if s["comparable"]
+                 else "**not comparable**: a reward field differs from the registered id's")
+        where = f"Env `{s['env_id']}`, {label}"
     lines = [
-        f"Env `{s['env_id']}`, {label}; DEV split; {len(rewards['families'])} families x {len(config.seeds)} seeds = "
+        f"{where}; {s.get('split', 'dev').upper()} split; {len(rewards['families'])} families x {len(config.seeds)} seeds = "
         f"{n_regions} regions per policy (bank = seed % {s['banks']}); {s['eval_in_family']} in-family + "
         f"{s['eval_other']} other-family episodes per commit; size_coef {s['size_coef']}; memory-following agent.",
         "",

@@ -31,11 +31,25 @@ logger = logging.getLogger(__name__)
 DEFAULT_JAVA_OPTS: tuple[str, ...] = (
     "-Xmx1g", "-XX:+UseSerialGC", "-XX:+UnlockExperimentalVMOptions", "-XX:hashCode=2",
 )
-# the task families of the default pool: ones the memory-following agent can play (docs/design-notes.md
-# says why boil, melt and find-animal were dropped)
+# the task families of the training pool: ones the memory-following agent can play (docs/design-notes.md
+# says why boil, melt and find-animal were dropped and how the others were chosen)
 FAMILIES: tuple[str, ...] = (
-    "chemistry-mix", "find-living-thing", "find-non-living-thing", "grow-plant", "power-component", "use-thermometer",
+    "chemistry-mix", "find-living-thing", "find-non-living-thing", "find-plant", "grow-plant", "power-component",
+    "use-thermometer",
 )
+# whole topics held out of every training pool, id and episode: only the held-out pool and tracks see them
+HELD_OUT_FAMILIES: tuple[str, ...] = (
+    "identify-life-stages-1", "lifespan-longest-lived", "lifespan-longest-lived-then-shortest-lived",
+    "lifespan-shortest-lived",
+)
+# ScienceWorld's own topics (the major number of its task ids: 1-1 boil ... 10-2 mendelian genetics)
+TOPICS: dict[str, str] = {
+    "use-thermometer": "measurement", "power-component": "electricity", "find-living-thing": "classification",
+    "find-non-living-thing": "classification", "find-plant": "classification", "find-animal": "classification",
+    "grow-plant": "grow", "chemistry-mix": "chemistry", "lifespan-longest-lived": "lifespan",
+    "lifespan-shortest-lived": "lifespan", "lifespan-longest-lived-then-shortest-lived": "lifespan",
+    "identify-life-stages-1": "life stages", "identify-life-stages-2": "life stages",
+}
 _ITEM_BLOCK = re.compile(r"(you see: ?\n|Here you see: ?\n|You also see:\n)((?:\t.*(?:\n|$))+)")
 
 
@@ -249,6 +263,17 @@ PROCEDURES: dict[str, OracleProcedure] = {family: OracleProcedure(steps) for fam
     "go to kitchen, move <living thing> in inventory to <color> box",
     "find-non-living-thing": "go to kitchen, look around, focus on <non-living thing>, "
     "move <non-living thing> to <color> box",
+    "find-plant": "go to greenhouse, look around, focus on <plant>, pick up <plant>, go to <room>, "
+    "move <plant> in inventory to <color> box",
+    # the slot is named in the task's own words (articles drop out of read steps), so that the fact that
+    # fills it ("Examples of an animal with longest life span: ...") is retrieved for the task
+    "lifespan-longest-lived": "go to outside, look around, focus on <animal with longest life span>, wait1",
+    "lifespan-shortest-lived": "go to outside, look around, focus on <animal with shortest life span>, wait1",
+    "lifespan-longest-lived-then-shortest-lived": "go to outside, look around, "
+    "focus on <animal with longest life span>, focus on <animal with shortest life span>, wait1",
+    # ten wait1 per stage: one `wait` (10 ticks) advances the animal less, and nine fail 5 of 14 variations
+    "identify-life-stages-1": "go to outside, look around, focus on <organism>"
+    + (", look around" + ", wait1" * 10 + ", focus on <organism>") * 3 + ", wait1",
     "grow-plant": "go to <room>, look around, pick up seed jar, go to greenhouse, look around, "
     "move <seed> in seed jar to flower pot 1, focus on <seed> in flower pot 1"
     + ", activate sink, move jug to sink, pour jug into flower pot 1, deactivate sink, wait1, wait1, wait1, wait1" * 4,
@@ -256,33 +281,47 @@ PROCEDURES: dict[str, OracleProcedure] = {family: OracleProcedure(steps) for fam
     "look around, pick up <unknown substance>, focus on <unknown substance> in inventory, go to <room 2>, "
     "look around, use thermometer in inventory on <unknown substance> in inventory, "
     "move <unknown substance> in inventory to <color> box, wait1",
-    "power-component": "go to workshop, look around, focus on <color> light bulb, "
+    # <object>: what the task says to turn on (a light bulb on TRAIN; DEV and TEST also have motors, buzzers)
+    "power-component": "go to workshop, look around, focus on <object>, "
     "connect battery anode to <wire 1> terminal 1, connect battery cathode to <wire 2> terminal 1, "
-    "connect <wire 1> terminal 2 to cathode in <color> light bulb, "
-    "connect <wire 2> terminal 2 to anode in <color> light bulb, wait1, wait1",
+    "connect <wire 1> terminal 2 to cathode in <object>, "
+    "connect <wire 2> terminal 2 to anode in <object>, wait1, wait1",
 }.items()}
-CATEGORY = {"find-animal": "animal", "find-living-thing": "living thing", "find-non-living-thing": "non-living thing"}
+# family -> the category of its 1st, 2nd, ... focus target (the last one repeats)
+CATEGORY: dict[str, tuple[str, ...]] = {
+    "find-animal": ("animal",), "find-living-thing": ("living thing",), "find-non-living-thing": ("non-living thing",),
+    "find-plant": ("plant",),
+    "lifespan-longest-lived": ("animal with longest life span",),
+    "lifespan-shortest-lived": ("animal with shortest life span",),
+    "lifespan-longest-lived-then-shortest-lived": ("animal with longest life span", "animal with shortest life span"),
+}
+_STAGE = re.compile(r"^(?:egg |baby |adult |young )+| egg$| in .*$")
 
 
 def category_facts(family: str, train_gold: Mapping[str, Mapping[int, Sequence[str]]]) -> list[str]:
-    """Facts mined from ``family``'s TRAIN gold paths: which objects belong to the task's category."""
-    if family not in CATEGORY:
+    """Facts mined from ``family``'s TRAIN gold paths: which objects belong to each focus target's category
+    ("Examples of an animal with longest life span: parrot, elephant.")."""
+    categories = CATEGORY.get(family)
+    if not categories:
         return []
-    seen: list[str] = []
+    seen: dict[str, list[str]] = {c: [] for c in categories}
     for path in train_gold.get(family, {}).values():
-        for action in path:
-            m = re.match(r"focus on (.+)$", action)
-            if m:
-                name = re.sub(r"^(?:egg |baby |adult |young )+| egg$| in .*$", "", m.group(1)).strip()
-                if name and name not in seen:
-                    seen.append(name)
-    return [f"Examples of a {CATEGORY[family]}: " + ", ".join(seen) + "."] if seen else []
+        targets = [m.group(1) for a in path if (m := re.match(r"focus on (.+)$", a))]
+        for i, target in enumerate(targets):
+            name = _STAGE.sub("", target).strip()
+            bucket = seen[categories[min(i, len(categories) - 1)]]
+            if name and name not in bucket:
+                bucket.append(name)
+    return [f"Examples of {'an' if c[0] in 'aeiou' else 'a'} {c}: " + ", ".join(names) + "."
+            for c, names in seen.items() if names]
 
 
 SPEC = SuiteSpec(
     name="scienceworld",
     adapter="dreamer_gym.suites.scienceworld:ScienceWorldSuite",
     families=FAMILIES,
+    held_out_families=HELD_OUT_FAMILIES,
+    topics=TOPICS,
     description="ScienceWorld (AllenAI), the real simulator on a heap-capped JVM",
     extra="scienceworld",
     profile=PROFILE,

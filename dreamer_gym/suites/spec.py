@@ -91,6 +91,9 @@ class SuiteSpec:
     name: str
     adapter: str | Callable[..., TaskSuite]  # "module:Class", or a callable returning a TaskSuite
     families: tuple[str, ...]  # the families a pool holds by default (acquisition, the oracle, tracks)
+    # whole topics no training pool, reset, region or episode may touch; only held-out pools and tracks
+    held_out_families: tuple[str, ...] = ()
+    topics: Mapping[str, str] = field(default_factory=dict)  # family -> topic (held out by whole topics)
     adapter_kwargs: Mapping[str, Any] = field(default_factory=dict)  # fixed constructor arguments
     description: str = ""
     extra: str | None = None  # the pip extra that installs the simulator
@@ -122,6 +125,14 @@ class SuiteSpec:
         if not self.families or not all(isinstance(f, str) and f for f in self.families):
             raise ConfigError(f"Expected `families` to be a non-empty tuple of names, got {self.families!r}")
         object.__setattr__(self, "families", tuple(self.families))
+        object.__setattr__(self, "held_out_families", tuple(self.held_out_families))
+        shared = set(self.families) & set(self.held_out_families)
+        if shared:
+            raise ConfigError(f"Families {sorted(shared)} are both training (`families`) and `held_out_families`")
+        split_topics = {self.topics.get(f) for f in self.families} & {self.topics.get(f) for f in self.held_out_families}
+        if split_topics - {None}:
+            raise ConfigError(f"Topics {sorted(split_topics - {None})} have families on both sides: hold out "
+                              "whole topics (move every family of the topic to `held_out_families`)")
         for name in ("agent_max_steps", "agent_top_k"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ConfigError(f"Expected `{name}` to be a positive int, got {getattr(self, name)!r}")

@@ -1,5 +1,8 @@
-"""The oracle is suite-generic (it reads each suite's SuiteSpec) and writes, byte for byte, what the
-suite-specific oracle wrote before it moved: ``data/oracle_texts.json`` was dumped from that one."""
+"""The oracle is suite-generic (it reads each suite's SuiteSpec) and writes, byte for byte, the pinned texts
+of ``data/oracle_texts.json``: every reference score moves with them, so a change must be deliberate
+(regenerate with ``data/dump_oracle_texts.py`` and say why in the CHANGELOG). First dumped from the
+suite-specific oracle before it became generic; issue 11 merged each family's facts into its procedure
+entry and added the new ScienceWorld families."""
 from __future__ import annotations
 
 import json

@@ -210,8 +210,8 @@ def test_reset_options_choose_bank_and_family(shared_env, pool):
 @pytest.mark.parametrize(
     "options,match",
     [
-        ({"bank": 7}, r"`options\['bank'\]` to be an int in \[0, 2\] \(the pool holds 3 banks\), got 7"),
-        ({"bank": -1}, r"`options\['bank'\]` to be an int in \[0, 2\].*got -1"),
+        ({"bank": 7}, r"`options\['bank'\]` to be an int in \[0, 5\] \(the pool holds 6 banks\), got 7"),
+        ({"bank": -1}, r"`options\['bank'\]` to be an int in \[0, 5\].*got -1"),
         ({"bank": "1"}, r"`options\['bank'\]` to be an int.*got '1'"),
         ({"bank": 1.0}, r"`options\['bank'\]` to be an int.*got 1.0"),
         ({"bank": True}, r"`options\['bank'\]` to be an int.*got True"),
@@ -236,7 +236,7 @@ def test_reset_options_must_be_a_dict(shared_env):
 def test_reset_options_do_not_move_later_draws(shared_env):
     """Naming the bank the seed would draw gives the same episode as not naming it; None means "draw"."""
     _, drawn = shared_env.reset(seed=5)
-    for index in range(3):
+    for index in range(len(shared_env.unwrapped.pool.banks)):
         _, named = shared_env.reset(seed=5, options={"bank": index, "family": None})
         if region_ids(named) == region_ids(drawn):
             assert_same(named, drawn)

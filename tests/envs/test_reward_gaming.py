@@ -20,8 +20,8 @@ from dreamer_gym.consolidators.adversarial import task_words
 from dreamer_gym.consolidators.oracle import OracleConsolidator
 
 ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
-SEEDS = (0, 1)  # x 6 families = 12 regions; bank = seed % 3, the seed draws the evaluation episodes
-WIDE_SEEDS = tuple(range(6))  # 36 regions, as the validity study: for the one paired CI that must exclude 0
+SEEDS = (0, 1)  # x 7 families = 14 regions; bank = seed % 6, the seed draws the evaluation episodes
+WIDE_SEEDS = tuple(range(6))  # 42 regions, as the validity study: for the one paired CI that must exclude 0
 
 
 class HijackConsolidator:
@@ -82,8 +82,7 @@ def _other_family_paid(info: dict[str, Any]) -> tuple[float, float]:
 @pytest.mark.jvm
 def test_constant_text_earns_nothing_from_other_families(env, commits) -> None:
     """The same oracle text for every family at every commit: its other-family part is never positive, and
-    the guard is seen declining a real gain (on (seed 1, find-non-living-thing) the constant text lifts a
-    find-living-thing episode 0 -> 25, unpaid)."""
+    the guard is seen declining a real gain (the constant text lifts another family's episode, unpaid)."""
     unpaid, texts = [], set()
     for seed, family in cases(env):
         info = commits("constant", seed, family)
@@ -103,10 +102,10 @@ def test_retrieval_bait_earns_less_than_the_oracle(env, commits) -> None:
     """Bait (the constant text + every family's task words) wins other families' retrieval and lifts their
     episodes, unpaid; in-family it is the oracle (it holds the oracle's procedure), and it pays the size
     term for its bulk in every region. What it can gain over the oracle is *insurance*: where the oracle's
-    own entries hijack another family's episode and cost (seed 1, find-living-thing: 100 -> 58), bait's
+    own entries hijack another family's episode and cost (issue 10's pool: seed 1, find-living-thing, 100 -> 58), bait's
     procedure for that family out-ranks them and the loss does not happen. So, per region,
     ``bait - oracle = (size_bait - size_oracle) - other_oracle + other_bait`` with a negative size part:
-    bait earns strictly less wherever the oracle costs no other family, and over the validity study's 36
+    bait earns strictly less wherever the oracle costs no other family, and over the validity study's 42
     regions it earns less than the oracle with a paired bootstrap 95% CI below 0."""
     from scipy.stats import bootstrap
 
@@ -135,7 +134,7 @@ def test_retrieval_bait_earns_less_than_the_oracle(env, commits) -> None:
 @pytest.mark.jvm
 def test_hijacking_other_families_retrieval_costs(env, commits) -> None:
     """A region that takes over other families' retrieval with wrong steps is charged for their losses:
-    over the 12 regions its other-family part is never positive, is negative in several, costs more than
+    over the 14 regions its other-family part is never positive, is negative in several, costs more than
     0.05 in the worst, and each charge is exactly the sum of the fallen episodes. (It can only cost where an
     other-family episode scored above 0 before the commit; most of them start at 0 or a few points.)"""
     infos = {(seed, family): commits("hijack", seed, family) for seed, family in cases(env)}

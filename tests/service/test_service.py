@@ -17,6 +17,7 @@ import pytest
 
 import dreamer_gym  # noqa: F401 - registers the ids
 from dreamer_gym.envs.consolidation import ConsolidationEnv
+from dreamer_gym.envs.tracks import SCIENCEWORLD_POOL_HASH
 from dreamer_gym.errors import RewardServiceError
 from dreamer_gym.leaderboard import Track, load_track, run_track
 from dreamer_gym.pool import load_pool
@@ -109,7 +110,7 @@ def test_process_and_in_process_services_give_the_same_rewards():
 
 
 def _tiny_track() -> Track:
-    data = {**load_track("scienceworld").__dict__, "name": "tiny", "families": ("use-thermometer",),
+    data = {**load_track("scienceworld").__dict__, "name": "tiny", "families": ("lifespan-longest-lived",),
             "banks": (0,), "eval_in_family": 2, "eval_other": 1}
     return Track(**data)
 
@@ -121,7 +122,7 @@ def test_a_track_withholds_every_score_and_hands_its_ledger_out_once():
     service = InProcessRewardService(config, withhold=True)
     env = ConsolidationEnv(**track.env_kwargs(), reward_service=service)
     try:
-        obs, info = env.reset(seed=track.seed, options={"bank": 0, "family": "use-thermometer"})
+        obs, info = env.reset(seed=track.seed, options={"bank": 0, "family": "lifespan-longest-lived"})
         env.step(call("keep", ids=[info["region"][0]["id"]]))
         obs, reward, terminated, truncated, info = env.step(call("commit"))
         assert terminated and reward == 0.0 and info["reward_withheld"] is True
@@ -129,9 +130,9 @@ def test_a_track_withholds_every_score_and_hands_its_ledger_out_once():
             assert key not in info
         assert "withheld" in obs["result"] and "Score" not in obs["result"]
         [record] = service.finish()
-        assert record["family"] == "use-thermometer" and len(record["episodes"]) == 3
-        assert {e["variation"] for e in record["episodes"][:2]} <= set(load_pool("scienceworld-v0").variations(
-            "use-thermometer", "test"))
+        assert record["family"] == "lifespan-longest-lived" and len(record["episodes"]) == 3
+        assert {e["variation"] for e in record["episodes"][:2]} <= set(load_pool(track.pool, track.pool_hash).variations(
+            "lifespan-longest-lived", "test"))
         with pytest.raises(RewardServiceError, match="once"):
             service.finish()
         env.reset(seed=1)
@@ -159,7 +160,7 @@ def test_the_referee_rechecks_what_it_is_asked_to_score():
     from dreamer_gym.envs.config import ConsolidationConfig
     from dreamer_gym.memory import MemoryEntry
 
-    service = InProcessRewardService(ConsolidationConfig(pool_hash="p3f95ce9c9b3fb053", max_emitted=1))
+    service = InProcessRewardService(ConsolidationConfig(pool_hash=SCIENCEWORLD_POOL_HASH, max_emitted=1))
     try:
         pool = service.public_pool()
         assert not hasattr(pool, "task_texts") and not hasattr(pool, "train_gold")
