@@ -35,6 +35,14 @@ BUILTIN: dict[str, str] = {
     "prompted": "dreamer_gym.consolidators.prompted:PromptedConsolidator",
     "constant": "dreamer_gym.consolidators.adversarial:ConstantConsolidator",  # red team (privileged)
     "bait": "dreamer_gym.consolidators.adversarial:BaitConsolidator",  # red team (privileged)
+    # red team that reads nothing privileged (issue 11; consolidators/red_team.py)
+    "constant-train": "dreamer_gym.consolidators.red_team:ConstantTrainConsolidator",
+    "stuffing": "dreamer_gym.consolidators.red_team:StuffingConsolidator",
+    "junk": "dreamer_gym.consolidators.red_team:JunkConsolidator",
+    "giant": "dreamer_gym.consolidators.red_team:GiantConsolidator",
+    "duplicate": "dreamer_gym.consolidators.red_team:DuplicateConsolidator",
+    "injection": "dreamer_gym.consolidators.red_team:InjectionConsolidator",
+    "copy-trajectory": "dreamer_gym.consolidators.red_team:CopyTrajectoryConsolidator",
 }
 
 _REGISTERED: dict[str, str | Callable[..., Consolidator]] = {}

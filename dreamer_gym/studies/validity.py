@@ -54,6 +54,12 @@ REWARD_COMPARISONS: tuple[tuple[str, str, str], ...] = (
     ("oracle", "bait", "greater"),
 )
 EQUAL_MARGIN = 0.01  # reward units: one score point on every episode
+# The red team (docs/validity.md, "Red team"): each must not beat a bar, i.e. its paired CI over the bar must
+# not lie entirely above 0 ("not-above"). Bars: the oracle (on a training id) and the best honest fixed
+# baseline of the run (on a held-out track, where no policy can know the families).
+RED_TEAM = ("constant-train", "stuffing", "junk", "giant", "duplicate", "injection", "copy-trajectory",
+            "constant", "bait")
+HONEST_FIXED = ("keep-all", "dedupe", "empty", "blind")
 # the only env settings a training id leaves free: none changes what the reward measures
 FREE_FIELDS: tuple[str, ...] = ("max_tool_calls", "max_emitted", "workers", "executor", "store_path", "service",
                                 "region_chars", "render_mode")
@@ -163,6 +169,8 @@ def _ci(diffs: np.ndarray, resamples: int, seed: int = 0) -> tuple[float, float]
 def _holds(expect: str, lo: float, hi: float, margin: float = 0.0) -> bool:
     if expect == "greater":
         return bool(lo > 0)
+    if expect == "not-above":
+        return bool(lo <= 0)
     return bool(-margin <= lo and hi <= margin) if margin else bool(lo <= 0 <= hi)
 
 
@@ -208,7 +216,15 @@ def summarise_rewards(regions: Sequence[dict[str, Any]], resamples: int = 4000) 
         table[p] = row
     rewards = {p: {k: r["reward"] for k, r in rs.items()} for p, rs in by.items()}
     comparisons = _compare(rewards, REWARD_COMPARISONS, families, resamples, EQUAL_MARGIN)
-    return {"families": families, "table": table, "comparisons": comparisons, "equal_margin": EQUAL_MARGIN}
+    fixed = [p for p in HONEST_FIXED if p in table]
+    best_fixed = max(fixed, key=lambda p: table[p]["all"]) if fixed else None
+    bars = [b for b in ("oracle", best_fixed) if b is not None]
+    red = [(x, b, "not-above") for x in RED_TEAM if x in table for b in bars]
+    out = {"families": families, "table": table, "comparisons": comparisons, "equal_margin": EQUAL_MARGIN}
+    if red:
+        out["red_team"] = _compare(rewards, red, families, resamples)
+        out["best_fixed"] = best_fixed
+    return out
 
 
 def summarise(records: Sequence[dict[str, Any]], resamples: int = 4000,
@@ -279,12 +295,12 @@ def _comparison_lines(comparisons: list[dict[str, Any]], fams: list[str], fmt: s
 
     lines = ["", pooled_title, "", "| comparison | expected | mean | 95% CI | n | holds |", "|---|---|---|---|---|---|"]
     for c in comparisons:
-        sign = ">" if c["expect"] == "greater" else "≈"
+        sign = {"greater": ">", "not-above": "≯"}.get(c["expect"], "≈")
         lines.append(f"| {c['a']} {sign} {c['b']} | {c['expect']} | {num(c['mean'])} | "
                      f"[{num(c['ci95'][0])}, {num(c['ci95'][1])}] | {c['n']} | {'yes' if c['holds'] else 'NO'} |")
     lines += ["", family_title, "", "| comparison | " + " | ".join(fams) + " |", "|---" * (len(fams) + 1) + "|"]
     for c in comparisons:
-        sign = ">" if c["expect"] == "greater" else "≈"
+        sign = {"greater": ">", "not-above": "≯"}.get(c["expect"], "≈")
         cells = [f"{num(v['mean'])} [{num(v['ci95'][0])}, {num(v['ci95'][1])}] {'✓' if v['holds'] else '✗'}"
                  for v in (c["per_family"][f] for f in fams)]
         lines.append(f"| {c['a']} {sign} {c['b']} | " + " | ".join(cells) + " |")
@@ -301,11 +317,18 @@ def _reward_lines(rewards: dict[str, Any]) -> list[str]:
         lines.append(f"| {p} | " + " | ".join(f"{row[f]:+.3f}" for f in fams)
                      + f" | **{row['all']:+.3f}** | {row['in_family']:+.3f} | {row['other_family']:+.3f} | "
                      f"{row['other_family_unpaid']:.3f} | {row['size']:+.3f} | {row['tokens']:.0f} |")
-    return lines + _comparison_lines(
+    lines += _comparison_lines(
         rewards["comparisons"], fams, ".3f",
         f"Paired differences of the commit reward per region (bootstrap 95% CI; \"equal\": the CI lies "
         f"within ±{rewards['equal_margin']}):",
         "Per family (mean reward difference, 95% CI; ✓ where the expectation holds):")
+    if rewards.get("red_team"):
+        lines += _comparison_lines(
+            rewards["red_team"], fams, ".3f",
+            f"Red team: none may beat the oracle or the best honest fixed baseline of this run "
+            f"(`{rewards['best_fixed']}`); \"not-above\" holds unless the paired 95% CI lies entirely above 0:",
+            "Red team per family (✓: not above the bar):")
+    return lines
 
 
 def to_markdown(summary: dict[str, Any], config: ValidityConfig) -> str:

@@ -1,0 +1,83 @@
+"""The non-privileged red team (dreamer_gym/consolidators/red_team.py) plays by the env's rules: every call
+valid, within every budget, on the training id and on the held-out track's pool. Their rewards are the
+validity study's (docs/validity.md, "Red team"); here only what they emit, without a commit (no simulator)."""
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import pytest
+
+from dreamer_gym.consolidators import make_consolidator
+from dreamer_gym.envs.consolidation import ConsolidationEnv
+from dreamer_gym.leaderboard import REFERENCES, load_track
+
+RED_TEAM = ("constant-train", "stuffing", "junk", "giant", "duplicate", "injection", "copy-trajectory")
+
+
+def _until_commit(env: gym.Env, name: str, options: dict) -> tuple[list[dict], dict]:
+    """Play ``name`` up to (not including) its commit: ``(calls made, last info)``."""
+    obs, info = env.reset(seed=3, options=options)
+    policy = make_consolidator(name)
+    calls = policy.actions(env, obs, info)
+    made = []
+    action = next(calls)
+    while json.loads(action)["tool"] != "commit":
+        made.append(json.loads(action))
+        obs, _, terminated, _, info = env.step(action)
+        assert not terminated and info["invalid_calls"] == 0, (name, info["last_error"])
+        action = calls.send((obs, info))
+    return made, info
+
+
+@pytest.fixture(scope="module", params=["training id", "held-out track"])
+def env(request):
+    if request.param == "training id":
+        env = gym.make("MemoryConsolidation-ScienceWorld-v0", service="inprocess")
+        options = {"bank": 1, "family": "power-component"}
+    else:
+        track = load_track("scienceworld")
+        env = ConsolidationEnv(**track.env_kwargs(), service="inprocess")
+        options = {"bank": 1, "family": "lifespan-longest-lived"}
+    yield env, options
+    env.close()
+
+
+@pytest.mark.parametrize("name", RED_TEAM)
+def test_each_red_team_policy_emits_valid_calls(env, name):
+    env, options = env
+    made, info = _until_commit(env, name, options)
+    assert made, name  # it did something
+    assert len(info["emitted"]) >= 1 and info["invalid_calls"] == 0
+
+
+def test_constant_train_writes_training_families_whatever_the_region(env):
+    env, options = env
+    _, info = _until_commit(env, "constant-train", options)
+    texts = " ".join(e["text"] for e in info["emitted"])
+    assert "light bulb" in texts or "<object>" in texts  # power-component's procedure, a training family
+    assert "life span" not in texts  # nothing of a held-out family
+    assert "constant-train" in REFERENCES  # it reads the training pool's gold paths: a reference
+
+
+@pytest.mark.jvm
+def test_no_red_team_policy_earns_the_oracles_reward(env):
+    """On real ScienceWorld, two regions of the training id and two of the held-out track: every
+    non-privileged red-team policy earns less than the oracle, summed. (The full bar, a paired CI over 42
+    and 24 regions against the oracle and the best honest fixed baseline, is the study in docs/validity.md.)"""
+    from dreamer_gym.consolidators import run_episode
+
+    env, options = env
+    families = ([options["family"], "find-plant"] if "power-component" == options["family"]
+                else [options["family"], "lifespan-shortest-lived"])
+
+    def total(name: str) -> float:
+        return sum(run_episode(env, make_consolidator(name), seed=0, options={"bank": 0, "family": f})["return"]
+                   for f in families)
+
+    oracle = total("oracle")
+    assert oracle > 0.2
+    for name in RED_TEAM:
+        if name == "constant-train" and "find-plant" in families:
+            continue  # on the training id it writes the oracle's own texts: a tie up to the size term, by design
+        assert total(name) < oracle, name
