@@ -84,6 +84,12 @@ class _Episode:
         return self.world.room == target
 
 
+def _rooms_told(description: str) -> list[str]:
+    """The rooms a task text names, in the order it names them."""
+    text = description.lower()
+    return [r for _, r in sorted((text.find(r), r) for r in ROOMS if r in text)]
+
+
 class MemoryFollowingAgent:
     """See the module docstring. Deterministic: the same inputs always give the same episode.
 
@@ -181,9 +187,9 @@ class ScienceWorldFollowing:
 
     def _search(self, ep: _Episode, action: str, facts: list[str], max_rooms: int) -> bool:
         held = re.search(r"(?:^|\s)(?:on |to |in )?([a-z0-9 ]+?) in inventory\b", action)
-        told = sorted((ep.description.lower().find(r), r) for r in ROOMS if r in ep.description.lower())
-        hinted = [r for r in dict.fromkeys([*rooms_named_for(action, facts), *(r for _, r in told)])
+        hinted = [r for r in dict.fromkeys([*rooms_named_for(action, facts), *_rooms_told(ep.description)])
                   if r != ep.world.room]
+        held_name = held.group(1).split(" on ")[-1] if held else None
         for _ in range(max_rooms):
             target = hinted.pop(0) if hinted else None
             if target is None:
@@ -191,8 +197,8 @@ class ScienceWorldFollowing:
                 target = path[-1] if path else None
             if target is None or not ep.navigate(target):
                 return False
-            if held and held.group(1).split(" on ")[-1] in ep.world.objects:
-                ep.act(f"pick up {held.group(1).split(' on ')[-1]}")
+            if held_name in ep.world.objects:
+                ep.act(f"pick up {held_name}")
             outcome = ep.act(action)
             if outcome is None or not outcome.observation.startswith(_UNKNOWN_ACTION):
                 return True
@@ -221,8 +227,7 @@ class ScienceWorldFollowing:
         if name in bindings:
             return bindings[name]
         used = set(bindings.values())
-        mentioned = [(ep.description.lower().find(r), r) for r in ROOMS if r in ep.description.lower()]
-        for _, room in sorted(mentioned):
+        for room in _rooms_told(ep.description):
             if room not in used:
                 bindings[name] = room
                 return room
