@@ -9,12 +9,16 @@ Memory supplies both:
 
 * the best-matching **procedure** (first retrieved whose goal reads like the task's) is executed step
   by step. ``<slots>`` bind to this task's object and target (through the procedure's own goal, "To put
-  a hot <object> in <receptacle>: ..."); a concrete name binds only when it is of this task's type
-  ("take mug 2 from ..." when the task asks for a mug: instance numbers are arbitrary). Then ``take``
-  becomes a search for the object, ``clean/heat/cool ... with X`` goes to this room's X, ``move ... to``
-  goes to the target. Every other step is replayed as written when the room has what it names: a
-  verbatim procedure about another object handles that object, and the detours of a noisy one cost
-  real steps. Abstracting "apple 1" into "<object>" is the consolidator's job, not the agent's.
+  a hot <object> in <receptacle>: ..."); a concrete name binds when it is of this task's type ("take
+  mug 2 from ..." when the task asks for a mug: instance numbers are arbitrary) or, read by analogy, of
+  the type the procedure's own goal puts in that role ("To heat some apple and put it in cabinet: ...,
+  take apple 3 from ..., move apple 3 to cabinet 2" read for "put a hot cup in fridge": apple stands for
+  cup, cabinet for fridge), as any reader adapts an example. Then ``take`` becomes a search for the
+  object, ``clean/heat/cool ... with X`` goes to this room's X, ``move ... to`` goes to the target.
+  Every other step is replayed as written when the room has what it names: the detours and wrong steps
+  of a noisy procedure cost real steps, a procedure of another kind of task (cool for heat) does the
+  wrong thing, and one with no goal to align handles only what it names. Those are the consolidator's
+  job, not the agent's.
 * **facts** ("The mug 1 can be found in the countertop 2.", "A mug is usually found in the cabinet,
   countertop or coffeemachine.") order the search: receptacle types named for the object come first.
 
@@ -272,17 +276,21 @@ class ALFWorldFollowing:
 
     def _follow(self, ep: _Episode, goal: Goal, procedure: tuple[Goal, list[str]], priors: dict[str, list[str]]) -> None:
         own, steps = procedure
+        # the note's own goal aligned with the task's: its object and target types stand for this task's
+        note_obj, note_target = kind_of(own.obj), kind_of(own.target)
 
         def role(name: str) -> str | None:
             """A ``<slot>`` binds to this task's object or target by the procedure's own goal; a concrete
-            name only when it is of this task's type ("mug 2" is a mug). Other names stay literal."""
+            name when it is of this task's type ("mug 2" is a mug) or of the type the note's own goal puts
+            in that role ("apple 3" in a note "To heat some apple ..." read for "heat some cup ..."). Other
+            names stay literal."""
             if name.startswith("<"):
                 if name == own.target or name in ("<receptacle>", "<target>", "<lamp>"):
                     return "target"
                 return "obj" if name == own.obj or name in ("<object>", "<obj>") else None
-            if kind_of(name) == goal.obj:
+            if kind_of(name) in (goal.obj, note_obj):
                 return "obj"
-            return "target" if kind_of(name) == goal.target else None
+            return "target" if kind_of(name) in (goal.target, note_target) else None
 
         for i, step in enumerate(steps):
             if ep.done or ep.steps_left <= 0:
@@ -299,8 +307,11 @@ class ALFWorldFollowing:
             take = re.match(r"take (.+?) from (.+)$", step)
             if take:
                 if role(take.group(1)) == "obj":
-                    hints = [kind_of(take.group(2)), *priors.get(goal.obj, [])] if not take.group(2).startswith("<") \
-                        else priors.get(goal.obj, [])
+                    hints = list(priors.get(goal.obj, []))
+                    if not take.group(2).startswith("<"):  # where the note found its object: first when
+                        # it is this task's object, after memory's own facts when it is another one
+                        place = kind_of(take.group(2))
+                        hints = [place, *hints] if kind_of(take.group(1)) == goal.obj else [*hints, place]
                     ep.fetch(goal.obj, hints)
                 elif take.group(2) in ep.receptacles:
                     ep.act(step)

@@ -7,11 +7,19 @@ navigates on its own. With nothing useful in memory it falls back to a weak fixe
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from dreamer_gym.agents.analogy import Analogy, rooms_named_for
 from dreamer_gym.agents.base import AgentConfig, EpisodeResult
-from dreamer_gym.agents.reading import extract_actions, fill, forbidden_actions, slots, steps_from_outcomes
+from dreamer_gym.agents.reading import (
+    command_words,
+    extract_actions,
+    fill,
+    forbidden_actions,
+    parallel_steps,
+    slots,
+    steps_from_outcomes,
+)
 from dreamer_gym.agents.retrieval import TaskRetriever
 from dreamer_gym.agents.slots import SlotContext, resolve_slot
 from dreamer_gym.agents.world import ROOMS, WorldModel, objects_in
@@ -21,8 +29,10 @@ from dreamer_gym.suites.base import EpisodeTask, StepOutcome, TaskSuite
 from dreamer_gym.suites.registry import get_suite_spec
 
 # Bump whenever a change to how the followers read memory or act can change an episode: it is part of
-# the evaluation-cache key. 2: concrete notes are read by analogy (issue 11, agents/analogy.py).
-READING_VERSION = 2
+# the evaluation-cache key. 2: concrete notes are read by analogy (issue 11, agents/analogy.py). 3: a
+# rejected step tries what other notes on the same goal did there (reading.parallel_steps); ALFWorld notes
+# bind their names through their own goal (issue 11).
+READING_VERSION = 3
 _AMBIGUOUS = "Ambiguous request"
 _UNKNOWN_ACTION = "No known action"  # ScienceWorld's answer to an action naming nothing here
 
@@ -147,7 +157,10 @@ class ScienceWorldFollowing:
 
     def _follow(self, ep: _Episode, steps: list[str], facts: list[str], banned: set[str], analogy: Analogy) -> None:
         bindings: dict[str, str] = {}
+        seen: dict[str | None, int] = {}
         for step in steps:
+            verb = command_words(step)
+            ordinal = seen[verb] = seen.get(verb, -1) + 1  # the ordinal-th step with these command words
             if ep.done or ep.steps_left <= 0:
                 return
             step = analogy.apply(step)
@@ -168,24 +181,42 @@ class ScienceWorldFollowing:
                 continue
             outcome = ep.act(action)
             if outcome is not None and not slots(step) and outcome.observation.startswith(_UNKNOWN_ACTION):
-                self._adapt(ep, action, analogy, banned, facts)
+                self._adapt(ep, action, ordinal, analogy, banned, facts)
 
-    def _adapt(self, ep: _Episode, action: str, analogy: Analogy, banned: set[str], facts: list[str],
-               max_rooms: int = 10) -> None:
-        """A rejected concrete step: what it names is not here. Search for it (once per episode): first the
+    def _adapt(self, ep: _Episode, action: str, ordinal: int, analogy: Analogy, banned: set[str],
+               facts: list[str], max_rooms: int = 10) -> None:
+        """A rejected concrete step: what it names is not here. First what other notes on the same goal did at
+        this point (:func:`~dreamer_gym.agents.reading.parallel_steps`), then search (once per episode): first the
         rooms a retrieved fact places an object of that kind in, then those the task text names, then the
         nearest unvisited ones, at most
         ``max_rooms``, retrying in each (an object held "in inventory" is picked up where it is found). Where
         it is nowhere, retry once with an object of the same kind in sight (see
         :mod:`dreamer_gym.agents.analogy`) and keep the rewrite if the simulator accepts it."""
+        if self._parallel(ep, action, ordinal, analogy, banned, facts):
+            return
         if not ep.searched:
             ep.searched = True
-            if self._search(ep, action, facts, max_rooms):
+            if self._search(ep, action, facts, max_rooms, lambda: self._parallel(ep, action, ordinal, analogy, banned, facts)):
                 return
         if not ep.done:
             self._retry(ep, action, analogy, banned)
 
-    def _search(self, ep: _Episode, action: str, facts: list[str], max_rooms: int) -> bool:
+    def _parallel(self, ep: _Episode, action: str, ordinal: int, analogy: Analogy, banned: set[str],
+                  facts: list[str]) -> bool:
+        """Whether what another note on the same goal did here was accepted (each tried once per room)."""
+        verb = command_words(action) or ""
+        goal = get_suite_spec(ep.suite.name).profile.goal(ep.description)
+        for candidate in parallel_steps(action, ordinal, facts, goal, ep.score):
+            if ep.done or candidate in banned:
+                continue
+            outcome = ep.act(candidate)
+            if outcome is not None and not outcome.observation.startswith(_UNKNOWN_ACTION):
+                analogy.learn(action[len(verb):].strip(), candidate[len(verb):].strip())
+                return True
+        return False
+
+    def _search(self, ep: _Episode, action: str, facts: list[str], max_rooms: int,
+                fallback: Callable[[], bool] = lambda: False) -> bool:
         held = re.search(r"(?:^|\s)(?:on |to |in )?([a-z0-9 ]+?) in inventory\b", action)
         hinted = [r for r in dict.fromkeys([*rooms_named_for(action, facts), *_rooms_told(ep.description)])
                   if r != ep.world.room]
@@ -200,7 +231,7 @@ class ScienceWorldFollowing:
             if held_name in ep.world.objects:
                 ep.act(f"pick up {held_name}")
             outcome = ep.act(action)
-            if outcome is None or not outcome.observation.startswith(_UNKNOWN_ACTION):
+            if outcome is None or not outcome.observation.startswith(_UNKNOWN_ACTION) or fallback():
                 return True
         return False
 

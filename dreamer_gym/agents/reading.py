@@ -110,3 +110,44 @@ def steps_from_outcomes(texts: list[str]) -> tuple[str | None, list[str]]:
                 goal = goal or m.group("goal")
     steps = list(dict.fromkeys(a for _, _, a in sorted(found)))
     return goal, steps
+
+
+_RAISED_SPAN = re.compile(r"while trying to (?P<goal>.+?), '(?P<action>[^']+)' raised the score from "
+                          r"(?P<from>-?\d+(?:\.\d+)?) to (?P<to>-?\d+(?:\.\d+)?)")
+_NOTE_GOAL = re.compile(r"^\s*to (?P<goal>[^:]+):(?P<steps>.+)$", re.S)
+
+
+def _same_goal(a: str, b: str) -> bool:
+    return re.sub(r"\W+", " ", a.lower()).strip() == re.sub(r"\W+", " ", b.lower()).strip()
+
+
+def parallel_steps(action: str, ordinal: int, texts: list[str], goal: str, score: float) -> list[str]:
+    """Other notes' versions of a step the world rejected: what notes on the *same goal* did at the same
+    point of the task with the same command words ("focus on"), on another object. Notes on what raised
+    the score count where the score they started from is not above ``score`` and the one they reached is
+    (the same stage of the task); written procedures count by ``ordinal`` (the step is the ordinal-th with
+    these command words). A reader whose note names an object that is not here tries what worked for the
+    same goal elsewhere, as a person with a pile of notes does; whatever differs by more than the object
+    still needs consolidation."""
+    verb = _VERB_RE.match(action)
+    if verb is None:
+        return []
+    verb_words = verb.group(1)
+    found: list[str] = []
+    for text in texts:
+        lowered = text.lower()
+        for m in _RAISED_SPAN.finditer(lowered):
+            if _same_goal(m.group("goal"), goal) and float(m.group("from")) <= score < float(m.group("to")):
+                found += [a for a in extract_actions(m.group("action"))[:1] if a.startswith(verb_words + " ")]
+        note = _NOTE_GOAL.match(lowered)
+        if note and _same_goal(note.group("goal"), goal):
+            same_verb = [a for a in extract_actions(note.group("steps")) if a.startswith(verb_words + " ")]
+            if ordinal < len(same_verb):
+                found.append(same_verb[ordinal])
+    return [a for a in dict.fromkeys(found) if a != action and not slots(a)]
+
+
+def command_words(action: str) -> str | None:
+    """The command words an action starts with ("focus on" for "focus on egg parrot"), or None."""
+    verb = _VERB_RE.match(action)
+    return verb.group(1) if verb else None

@@ -7,6 +7,8 @@ could have memorised from the *training* id's reward. Each must not beat the bes
 a held-out track, nor the oracle on the training id (docs/validity.md, "Red team").
 
 * ``constant-train``: the oracle's entries for the suite's *training* families, whatever the region;
+* ``constant-transfer``: the same memorised on ScienceWorld's training id, written on any suite (the
+  transfer tracks' eligible policies are trained on ScienceWorld only);
 * ``stuffing``: the region kept, plus its first procedure with the task's words repeated in front;
 * ``junk``: ``max_emitted`` entries of seeded filler words, the region dropped;
 * ``giant``: one entry holding every region entry's text, clipped to the entry limit;
@@ -45,10 +47,12 @@ def _goal(info: dict[str, Any]) -> str:
 
 
 class ConstantTrainConsolidator:
-    """RED TEAM: the oracle's entries for the suite's training families (what a policy could memorise from
-    the training id), at every commit, whatever the region. Evidence: the *training* pool's gold paths."""
+    """RED TEAM: the oracle's entries for a suite's training families (what a policy could memorise from a
+    training id), at every commit, whatever the region. Evidence: that training pool's gold paths. The suite
+    is the env's own (``source_suite`` None) or a fixed one: :class:`ConstantTransferConsolidator`."""
 
     name = "constant-train"
+    source_suite: str | None = None
 
     def __init__(self) -> None:
         self._texts: dict[str, list[tuple[str, str]]] = {}
@@ -57,7 +61,7 @@ class ConstantTrainConsolidator:
         from dreamer_gym.envs.tracks import ENV_IDS
         from dreamer_gym.suites import get_suite_spec
 
-        suite = env.unwrapped.config.suite
+        suite = self.source_suite or env.unwrapped.config.suite
         if suite not in self._texts:
             spec = get_suite_spec(suite)
             training = next((s for s in ENV_IDS.values() if s.suite == suite and s.pool_hash), None)
@@ -68,7 +72,8 @@ class ConstantTrainConsolidator:
             oracle = OracleConsolidator(ReferenceEvidence(full.hash, dict(full.train_gold)))
             # the oracle as it runs on the training id (its pool's goal wording), whatever env this is
             public = SimpleNamespace(hash=full.hash, trajectories=full.trajectories, families=full.families)
-            view = SimpleNamespace(unwrapped=SimpleNamespace(pool=public, config=env.unwrapped.config))
+            config = SimpleNamespace(suite=suite, pool=training.pool)
+            view = SimpleNamespace(unwrapped=SimpleNamespace(pool=public, config=config))
             self._texts[suite] = [t for f in spec.families for t in oracle.texts(view, f)]
         return self._texts[suite]
 
@@ -78,6 +83,14 @@ class ConstantTrainConsolidator:
             for kind, text in pack(self.texts(env), max_entries, max_tokens):
                 yield call("emit", kind=kind, text=text, provenance=_anchor(info))
         yield call("commit")
+
+
+class ConstantTransferConsolidator(ConstantTrainConsolidator):
+    """RED TEAM: ``constant-train`` memorised on the ScienceWorld training id, written on any suite: what a
+    policy eligible for the transfer tracks (trained on ScienceWorld only, as in the paper) could memorise."""
+
+    name = "constant-transfer"
+    source_suite = "scienceworld"
 
 
 class _Rewrite:

@@ -37,6 +37,7 @@ BUILTIN: dict[str, str] = {
     "bait": "dreamer_gym.consolidators.adversarial:BaitConsolidator",  # red team (privileged)
     # red team that reads nothing privileged (issue 11; consolidators/red_team.py)
     "constant-train": "dreamer_gym.consolidators.red_team:ConstantTrainConsolidator",
+    "constant-transfer": "dreamer_gym.consolidators.red_team:ConstantTransferConsolidator",
     "stuffing": "dreamer_gym.consolidators.red_team:StuffingConsolidator",
     "junk": "dreamer_gym.consolidators.red_team:JunkConsolidator",
     "giant": "dreamer_gym.consolidators.red_team:GiantConsolidator",

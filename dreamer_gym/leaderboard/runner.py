@@ -22,7 +22,8 @@ from dreamer_gym.service import make_reward_service
 
 # privileged references (they read the pool's TRAIN gold paths, see consolidators/oracle.py): reported,
 # never ranked with contenders
-REFERENCES: frozenset[str] = frozenset({"oracle", "prose-oracle", "wrong-procedures", "constant", "bait", "constant-train"})
+REFERENCES: frozenset[str] = frozenset({"oracle", "prose-oracle", "wrong-procedures", "constant", "bait",
+                                        "constant-train", "constant-transfer"})
 
 
 @dataclass

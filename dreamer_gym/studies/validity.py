@@ -57,7 +57,7 @@ EQUAL_MARGIN = 0.01  # reward units: one score point on every episode
 # The red team (docs/validity.md, "Red team"): each must not beat a bar, i.e. its paired CI over the bar must
 # not lie entirely above 0 ("not-above"). Bars: the oracle (on a training id) and the best honest fixed
 # baseline of the run (on a held-out track, where no policy can know the families).
-RED_TEAM = ("constant-train", "stuffing", "junk", "giant", "duplicate", "injection", "copy-trajectory",
+RED_TEAM = ("constant-train", "constant-transfer", "stuffing", "junk", "giant", "duplicate", "injection", "copy-trajectory",
             "constant", "bait")
 HONEST_FIXED = ("keep-all", "dedupe", "empty", "blind")
 # the only env settings a training id leaves free: none changes what the reward measures

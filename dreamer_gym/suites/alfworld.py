@@ -310,7 +310,24 @@ def location_facts(family: str, train_gold: Mapping[str, Mapping[int, Sequence[s
                    if (m := re.match(r"take (.+?) from (.+)$", a)))
     sentences = [f"A {obj} is usually found in the {_or_list([p for p, _ in places[obj].most_common(3)])}."
                  for obj, _ in mine.most_common(max_facts * per_fact)]
+    sentences += _lamp_facts(train_gold.get(family, {}))
     return [" ".join(sentences[i: i + per_fact]) for i in range(0, len(sentences), per_fact)]
+
+
+def _lamp_facts(paths: Mapping[int, Sequence[str]]) -> list[str]:
+    """Where the walkthroughs found the lamp they switched on (the receptacle visited last before ``use``):
+    the lamp is never taken, so :func:`location_facts`' count of takes never says where it stands."""
+    places: dict[str, Counter[str]] = {}
+    for path in paths.values():
+        at = None
+        for action in path:
+            if action.startswith("go to "):
+                at = _kind(action[len("go to "):])
+            lamp = re.match(r"use (.+)$", action)
+            if lamp and at:
+                places.setdefault(_kind(lamp.group(1)), Counter())[at] += 1
+    return [f"A {lamp} is usually found in the {_or_list([p for p, _ in c.most_common(3)])}."
+            for lamp, c in sorted(places.items())]
 
 
 def check_official_available() -> None:

@@ -88,23 +88,29 @@ def test_score_moves_with_memory(suite, family):
 
 
 @pytest.mark.alfworld
-def test_verbatim_procedure_transfers_only_to_its_own_object_type(suite):
-    """A raw procedure written on another game (its own search path and receptacles) re-binds its object
-    only when it is of this task's type: abstracting the object is the consolidator's job."""
+def test_verbatim_procedure_is_read_by_analogy(suite):
+    """A raw procedure written on another game carries over through its own goal: the object and target types
+    that goal names stand for this task's ("apple 3" -> a cup, "cabinet 2" -> the fridge). A note with no
+    goal to align teaches nothing about another object, and another kind of task's steps do not solve this one."""
     family = "pick_heat_then_place_in_recep"
     task = EpisodeTask(family, 1000)
     suite.start(task)
     assert suite.task_description() == "Your task is to: put a hot cup in fridge."
 
-    def verbatim(obj: str) -> MemoryEntry:
-        text = (f"To heat some {obj} and put it in cabinet: look, go to countertop 1, go to drawer 1, "
-                f"take {obj} 3 from countertop 1, go to microwave 1, heat {obj} 3 with microwave 1, "
-                f"go to cabinet 2, move {obj} 3 to cabinet 2.")
+    def steps(obj: str, verb: str = "heat", appliance: str = "microwave") -> str:
+        return (f"look, go to countertop 1, go to drawer 1, take {obj} 3 from countertop 1, go to {appliance} 1, "
+                f"{verb} {obj} 3 with {appliance} 1, go to cabinet 2, move {obj} 3 to cabinet 2.")
+
+    def note(text: str) -> MemoryEntry:
         return MemoryEntry("procedure", text, family, (), PROV, 0)
 
     agent = MemoryFollowingAgent(AgentConfig(max_steps=50))
     assert agent.play(suite, task, []).score == 0.0
-    same = agent.play(suite, task, [verbatim("cup")])
+    same = agent.play(suite, task, [note("To heat some cup and put it in cabinet: " + steps("cup"))])
     assert same.score == 100.0 and any(a.startswith("heat cup") for a in same.actions)
-    other = agent.play(suite, task, [verbatim("apple")])
-    assert other.score == 0.0
+    other = agent.play(suite, task, [note("To heat some apple and put it in cabinet: " + steps("apple"))])
+    assert other.score == 100.0 and any(a.startswith("heat cup") for a in other.actions)
+    assert not any(a.startswith("move") and "cabinet" in a for a in other.actions)  # cabinet -> fridge
+    assert agent.play(suite, task, [note(steps("apple"))]).score == 0.0  # no goal: nothing to align
+    cool = note("To cool some apple and put it in cabinet: " + steps("apple", "cool", "fridge"))
+    assert agent.play(suite, task, [cool]).score == 0.0

@@ -63,3 +63,18 @@ def test_pitfalls_are_obeyed_and_play_is_deterministic(suite: ScienceWorldSuite)
     assert "focus on wall" in without.actions
     assert "focus on wall" not in with_pitfall.actions
     assert agent.play(suite, task, [procedure, pitfall]) == with_pitfall
+
+
+def test_a_note_naming_what_is_not_here_tries_what_other_notes_did(suite: ScienceWorldSuite) -> None:
+    """Raw notes on one goal pool their experience: the parrot the note names is not outside in this
+    variation, and another note says focusing on the giant tortoise finished the same task."""
+    family, goal = "lifespan-longest-lived", "find the animal with the longest life span"
+    task = EpisodeTask(family, suite.variations(family, "train")[2])
+    agent = MemoryFollowingAgent()
+    note = MemoryEntry("procedure", f"To {goal}: open door to outside, go to outside, focus on egg parrot.", family)
+    other = MemoryEntry("insight", f"While trying to {goal}, 'focus on egg giant tortoise' raised the score "
+                                   "from 50 to 100.", family)
+    alone = agent.play(suite, task, [note])
+    pooled = agent.play(suite, task, [note, other])
+    assert alone.score < 100.0 and "focus on egg giant tortoise" not in alone.actions
+    assert pooled.score == 100.0 and "focus on egg giant tortoise" in pooled.actions

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from dreamer_gym.agents.reading import extract_actions, fill, forbidden_actions, slots
+from dreamer_gym.agents.reading import command_words, extract_actions, fill, forbidden_actions, parallel_steps, slots
 from dreamer_gym.consolidators.oracle import as_prose
 from dreamer_gym.envs.config import DEFAULT_FAMILIES
 from dreamer_gym.suites.scienceworld import PROCEDURES
@@ -117,3 +117,28 @@ def test_slots_and_fill():
     assert slots("<" + "x" * 41 + ">") == []  # slot names are short
     [action] = extract_actions("connect <wire 1> terminal 2 to cathode in <color> light bulb")
     assert slots(action) == ["wire 1", "color"]
+
+
+GOAL = "find the animal with the longest life span"
+NOTES = [
+    f"To {GOAL}: go to outside, focus on egg parrot.",
+    f"While trying to {GOAL}, 'focus on crocodile' raised the score from 50 to 100.",
+    f"While trying to {GOAL}, 'focus on egg giant tortoise' raised the score from 0 to 100.",
+    f"While trying to {GOAL}, then the shortest life span, 'focus on ant' raised the score from 50 to 100.",
+    f"While trying to {GOAL}, 'go to outside' raised the score from 0 to 50.",
+    f"To {GOAL}, then the shortest life span: focus on baby baby brown bear, focus on chameleon.",
+]
+
+
+def test_parallel_steps_are_same_goal_same_stage_same_command():
+    """What other notes on the same goal did at this point: another goal's notes (even a longer goal that starts
+    the same), another command, and notes from a later stage of the score never count."""
+    assert command_words("focus on egg parrot") == "focus on" and command_words("hello") is None
+    at_50 = parallel_steps("focus on baby baby elephant", 0, NOTES, GOAL, 50.0)
+    assert at_50 == ["focus on egg parrot", "focus on crocodile", "focus on egg giant tortoise"]
+    assert parallel_steps("focus on baby baby elephant", 0, NOTES, GOAL, 0.0) == [
+        "focus on egg parrot", "focus on egg giant tortoise"]  # 50 -> 100 is a later stage than a score of 0
+    assert parallel_steps("focus on egg parrot", 0, NOTES, GOAL, 50.0) == ["focus on crocodile", "focus on egg giant tortoise"]
+    assert parallel_steps("focus on baby baby elephant", 1, NOTES[:1], GOAL, 50.0) == []  # no second focus step
+    assert parallel_steps("pick up egg parrot", 0, NOTES, GOAL, 50.0) == []
+    assert parallel_steps("focus on x", 0, NOTES, "find the animal with the shortest life span", 50.0) == []

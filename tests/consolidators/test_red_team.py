@@ -81,3 +81,20 @@ def test_no_red_team_policy_earns_the_oracles_reward(env):
         if name == "constant-train" and "find-plant" in families:
             continue  # on the training id it writes the oracle's own texts: a tie up to the size term, by design
         assert total(name) < oracle, name
+
+
+def test_constant_transfer_writes_scienceworld_texts_on_another_suite():
+    """On the transfer tracks (ALFWorldGen, MiniWoB) the eligible policies are trained on ScienceWorld only,
+    so what they could memorise is ScienceWorld's training texts; ``constant-train`` there would memorise the
+    track's own id (docs/validity.md: why those tracks rank ScienceWorld-trained submissions only)."""
+    env = gym.make("MemoryConsolidation-ALFWorldGen-v0", service="inprocess")
+    try:
+        _, info = _until_commit(env, "constant-transfer", {"bank": 0, "family": "pick_and_place_simple"})
+        transfer = " ".join(e["text"] for e in info["emitted"])
+        _, info = _until_commit(env, "constant-train", {"bank": 0, "family": "pick_and_place_simple"})
+        own = " ".join(e["text"] for e in info["emitted"])
+    finally:
+        env.close()
+    assert "focus on" in transfer and "<receptacle>" not in transfer  # ScienceWorld's procedures
+    assert "<receptacle>" in own and "focus on" not in own  # ALFWorld's own task types
+    assert "constant-transfer" in REFERENCES
