@@ -25,6 +25,9 @@ from difflib import SequenceMatcher
 
 _TOKEN = re.compile(r"<[^<>]+>|[a-z0-9]+(?:-[a-z0-9]+)*")
 _STOP = frozenset("a an the of to in on and or is it its from with by at".split())
+# words that join an action's parts, never part of an object's name
+_GLUE = _STOP | frozenset("into up down onto focus pick put move connect disconnect open close go look use pour mix "
+                          "read eat activate deactivate examine dunk flush teleport wait".split())
 
 
 def _tokens(text: str) -> list[str]:
@@ -80,7 +83,10 @@ class Analogy:
             words = obj.lower().split()
             if not words or obj in targets:
                 continue
-            found = re.search(r"(?<![\w-])(?:[a-z0-9]+ ){" + str(len(words) - 1) + "}" + re.escape(words[-1]) + r"\b", action)
+            pattern = r"(?<![\w-])(?:[a-z0-9]+ ){" + str(len(words) - 1) + "}" + re.escape(words[-1]) + r"\b"
+            # a phrase is the object's own words: never across a command word or a preposition ("on egg")
+            found = next((m for m in re.finditer(pattern, action)
+                          if not set(m.group(0).split()[:-1]) & _GLUE), None)
             if not found or found.group(0) == obj.lower() or _word_re(obj.lower()).search(self.note):
                 continue
             yield found.group(0), obj, action[: found.start()] + obj + action[found.end():]

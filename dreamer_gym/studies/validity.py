@@ -145,7 +145,7 @@ def collect(config: ValidityConfig, progress: bool = True) -> dict[str, Any]:
                     "score": ep["after"],
                 })
         cfg = env.unwrapped.config
-        setting = {"env_id": config.env_id, "comparable": comparable, "eval_in_family": int(cfg.eval_in_family),
+        setting = {"env_id": track.env_id if track else config.env_id, "comparable": comparable, "eval_in_family": int(cfg.eval_in_family),
                    "eval_other": int(cfg.eval_other), "size_coef": float(cfg.size_coef), "banks": len(pool.banks),
                    "track": config.track, "split": cfg.split, "pool_hash": pool.hash}
         return {"regions": regions, "episodes": episodes, "setting": setting}
@@ -374,8 +374,9 @@ def to_markdown(summary: dict[str, Any], config: ValidityConfig) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(summary: dict[str, Any], path: str | Path, env_id: str = "MemoryConsolidation-ScienceWorld-v0") -> None:
-    """Score vs region size, one point per policy: where a person would rather look than read."""
+def plot(summary: dict[str, Any], path: str | Path, env_id: str | None = None) -> None:
+    """Score vs region size, one point per policy: where a person would rather look than read. The env id
+    and split are the run's (``summary["setting"]``) unless ``env_id`` is given."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -388,8 +389,12 @@ def plot(summary: dict[str, Any], path: str | Path, env_id: str = "MemoryConsoli
                     xytext=(6, 5 if i % 2 == 0 else -12), fontsize=9)
     ax.set_xscale("symlog", linthresh=10)
     ax.set_xlabel("region size after consolidation (tokens, symlog)")
-    ax.set_ylabel("in-family downstream score on DEV episodes (0-100)")
-    ax.set_title(f"Consolidators on {env_id}")
+    setting = summary.get("setting", {})
+    split = str(setting.get("split", "dev")).upper()
+    ax.set_ylabel(f"in-family downstream score on {split} episodes (0-100)")
+    track = f", track {setting['track']}" if setting.get("track") else ""
+    ax.set_title(f"Consolidators on {env_id or setting.get('env_id', 'MemoryConsolidation-ScienceWorld-v0')}{track}",
+                 fontsize=10)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path)
@@ -408,5 +413,5 @@ def run(config: ValidityConfig, out_dir: str | Path | None = None, progress: boo
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
         (out / "config.json").write_text(json.dumps(asdict(config), indent=1))
         (out / "validity.md").write_text(to_markdown(summary, config))
-        plot(summary, out / "validity.png", config.env_id)
+        plot(summary, out / "validity.png")
     return summary

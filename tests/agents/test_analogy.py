@@ -93,3 +93,13 @@ def test_the_reading_version_is_part_of_the_cache_key(monkeypatch):
     key = MemoryFollowingAgent().cache_key
     monkeypatch.setattr(memory_following, "READING_VERSION", memory_following.READING_VERSION + 1)
     assert MemoryFollowingAgent().cache_key != key
+
+
+def test_alternatives_never_take_a_command_word_for_part_of_a_name():
+    """"focus on egg" with a turtle egg in sight: the phrase is "egg", not "on egg" (which would have
+    rewritten the action to "focus turtle egg")."""
+    analogy = Analogy.between("To focus on the life stages of the frog: focus on egg", "focus on the life stages of the turtle")
+    found = list(analogy.alternatives("focus on egg", ["turtle egg"]))
+    assert found == []  # a one-word phrase cannot hold the two-word name: nothing rather than a wrong rewrite
+    found = list(analogy.alternatives("focus on frog egg", ["turtle egg"]))
+    assert found == [("frog egg", "turtle egg", "focus on turtle egg")]
