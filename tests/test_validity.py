@@ -66,6 +66,15 @@ def test_a_changed_reward_field_is_labelled_not_comparable() -> None:
         env.close()
 
 
+def test_a_track_run_with_a_changed_reward_field_is_labelled_not_comparable() -> None:
+    """An override replaces the track's own value (it used to collide with it: TypeError)."""
+    config = ValidityConfig(track="scienceworld", families=("lifespan-shortest-lived",), seeds=(0,),
+                            policies=("keep-all",), bootstrap_resamples=200, env_kwargs={"agent_top_k": 10})
+    summary = run(config, progress=False)
+    assert summary["setting"]["track"] == "scienceworld" and not summary["setting"]["comparable"]
+    assert summary["rewards"]["table"]["keep-all"]["all"] == 0.0
+
+
 def test_reward_comparisons_are_paired_per_region() -> None:
     regions = [{"policy": p, "family": f, "seed": s, "reward": r, "in_family": r, "other_family": 0.0,
                 "other_family_unpaid": 0.0, "size": 0.0, "tokens": 1}

@@ -60,7 +60,8 @@ WEBARENA = EnvIdSpec("webarena", "webarena-v0", None)
 # steps: enough for the gold paths, affordable for a CPU model (MiniWoB's suite default, 10, is lower).
 ENV_IDS: dict[str, EnvIdSpec] = {
     "MemoryConsolidation-ScienceWorld-v0": SCIENCEWORLD,
-    "MemoryConsolidation-ScienceWorld-LLM-v0": SCIENCEWORLD.llm(agent_max_steps=30),
+    # the LLM id keeps 6 entries: the 135M reference model's prompt stays within its short context
+    "MemoryConsolidation-ScienceWorld-LLM-v0": SCIENCEWORLD.llm(agent_max_steps=30, agent_top_k=6),
     "MemoryConsolidation-ALFWorldGen-v0": ALFWORLD_GEN,
     "MemoryConsolidation-ALFWorldGen-LLM-v0": ALFWORLD_GEN.llm(agent_max_steps=30),
     "MemoryConsolidation-MiniWoB-v0": MINIWOB,

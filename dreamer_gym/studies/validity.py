@@ -118,7 +118,9 @@ def collect(config: ValidityConfig, progress: bool = True) -> dict[str, Any]:
         track = load_track(config.track)
         if not isinstance(track, Track):
             raise ConfigError(f"`track` {config.track!r} is a transfer track: name one of its members")
-        env, comparable = ConsolidationEnv(**track.env_kwargs(workers=config.workers), **overrides), not overrides
+        # an override replaces the track's value (and labels the run not comparable), never collides with it
+        env = ConsolidationEnv(**{**track.env_kwargs(workers=config.workers), **overrides})
+        comparable = not set(overrides) - set(FREE_FIELDS)
     else:
         env, comparable = make_study_env(config.env_id, config.workers, overrides)
     try:

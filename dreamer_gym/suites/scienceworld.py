@@ -335,4 +335,7 @@ SPEC = SuiteSpec(
     oracle_facts=category_facts,
     check_available=check_available,
     agent_max_steps=80,
+    # 10, not 6 (issue 11): one raw trajectory writes ~10 "raised the score" notes, so six entries held less
+    # than one trajectory's notes and raw memory's value was retrieval's, not the notes' (docs/validity.md)
+    agent_top_k=10,
 )

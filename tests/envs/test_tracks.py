@@ -38,7 +38,7 @@ def test_kwargs_are_derived_from_one_declaration(env_id):
 
 
 @pytest.mark.parametrize("env_id,steps,top_k", [
-    ("MemoryConsolidation-ScienceWorld-v0", 80, 6),
+    ("MemoryConsolidation-ScienceWorld-v0", 80, 10),
     ("MemoryConsolidation-ScienceWorld-LLM-v0", 30, 6),
     ("MemoryConsolidation-ALFWorldGen-v0", 50, 6),
     ("MemoryConsolidation-ALFWorldGen-LLM-v0", 30, 6),
