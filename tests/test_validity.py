@@ -41,12 +41,14 @@ def test_the_study_runs_a_held_out_track_with_its_pool_and_split() -> None:
     from dreamer_gym.leaderboard import load_track
 
     track = load_track("scienceworld")
-    config = ValidityConfig(track="scienceworld", families=("lifespan-shortest-lived",), seeds=(0,),
-                            policies=("keep-all", "oracle"), bootstrap_resamples=200)
+    # `env_id` names another id: a track run is labelled with the track's own id whatever it says
+    config = ValidityConfig(env_id="MemoryConsolidation-MiniWoB-v0", track="scienceworld",
+                            families=("lifespan-shortest-lived",), seeds=(0,), policies=("keep-all", "oracle"),
+                            bootstrap_resamples=200)
     summary = run(config, progress=False)
     setting = summary["setting"]
     assert setting["track"] == "scienceworld" and setting["split"] == "test" and setting["comparable"]
-    assert setting["env_id"] == track.env_id  # the track's id, whatever `env_id` says (labels, plot)
+    assert setting["env_id"] == track.env_id == "MemoryConsolidation-ScienceWorld-v0"  # labels, plot
     assert setting["pool_hash"] == track.pool_hash and setting["eval_other"] == track.eval_other
     rewards = summary["rewards"]["table"]
     assert rewards["keep-all"]["all"] == 0.0 and rewards["oracle"]["all"] > 0.05
@@ -69,9 +71,10 @@ def test_a_changed_reward_field_is_labelled_not_comparable() -> None:
 def test_a_track_run_with_a_changed_reward_field_is_labelled_not_comparable() -> None:
     """An override replaces the track's own value (it used to collide with it: TypeError)."""
     config = ValidityConfig(track="scienceworld", families=("lifespan-shortest-lived",), seeds=(0,),
-                            policies=("keep-all",), bootstrap_resamples=200, env_kwargs={"agent_top_k": 10})
+                            policies=("keep-all",), bootstrap_resamples=200, env_kwargs={"agent_top_k": 3})
     summary = run(config, progress=False)
     assert summary["setting"]["track"] == "scienceworld" and not summary["setting"]["comparable"]
+    assert summary["setting"]["agent_top_k"] == 3  # the override, not the track's 10
     assert summary["rewards"]["table"]["keep-all"]["all"] == 0.0
 
 

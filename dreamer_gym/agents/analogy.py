@@ -23,11 +23,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
+from dreamer_gym.agents.reading import VERBS
+
 _TOKEN = re.compile(r"<[^<>]+>|[a-z0-9]+(?:-[a-z0-9]+)*")
 _STOP = frozenset("a an the of to in on and or is it its from with by at".split())
-# words that join an action's parts, never part of an object's name
-_GLUE = _STOP | frozenset("into up down onto focus pick put move connect disconnect open close go look use pour mix "
-                          "read eat activate deactivate examine dunk flush teleport wait".split())
+# words that join an action's parts, never part of an object's name: stop words and the command words
+_GLUE = _STOP | frozenset({"into", "onto"}) | frozenset(w for verb in VERBS for w in verb.split())
 
 
 def _tokens(text: str) -> list[str]:

@@ -52,6 +52,7 @@ class _Episode:
         self.notes: list[str] = []  # what the agent has read (recipes, labels)
         self.reading: float | None = None  # the last measurement it observed
         self.searched = False  # a rejected step has sent it searching the house (once per episode)
+        self.goal = get_suite_spec(suite.name).profile.goal(self.description)  # the task's goal clause
 
     @property
     def steps_left(self) -> int:
@@ -147,7 +148,7 @@ class ScienceWorldFollowing:
             goal, steps = steps_from_outcomes([e.text for e in entries if e.kind == "insight"])
             note = f"To {goal}: " + ", ".join(steps) if goal else ", ".join(steps)
         if steps:
-            analogy = Analogy.between(note, get_suite_spec(suite.name).profile.goal(ep.description))
+            analogy = Analogy.between(note, ep.goal)
             self._follow(ep, steps, facts, banned, analogy)
         if not ep.done and ep.score <= 0:
             self._explore(ep)
@@ -205,8 +206,7 @@ class ScienceWorldFollowing:
                   facts: list[str]) -> bool:
         """Whether what another note on the same goal did here was accepted (each tried once per room)."""
         verb = command_words(action) or ""
-        goal = get_suite_spec(ep.suite.name).profile.goal(ep.description)
-        for candidate in parallel_steps(action, ordinal, facts, goal, ep.score):
+        for candidate in parallel_steps(action, ordinal, facts, ep.goal, ep.score):
             if ep.done or candidate in banned:
                 continue
             outcome = ep.act(candidate)

@@ -93,7 +93,9 @@ def forbidden_actions(pitfall_texts: list[str]) -> set[str]:
     return banned
 
 
-_RAISED = re.compile(r"(?:while trying to (?P<goal>.+?), )?'(?P<action>[^']+)' raised the score from (?P<from>-?\d+(?:\.\d+)?)")
+# "While trying to <goal>, '<action>' raised the score from 12 to 37." (the goal and the end score optional)
+_RAISED = re.compile(r"(?:while trying to (?P<goal>.+?), )?'(?P<action>[^']+)' raised the score from "
+                     r"(?P<from>-?\d+(?:\.\d+)?)(?: to (?P<to>-?\d+(?:\.\d+)?))?")
 
 
 def steps_from_outcomes(texts: list[str]) -> tuple[str | None, list[str]]:
@@ -112,8 +114,6 @@ def steps_from_outcomes(texts: list[str]) -> tuple[str | None, list[str]]:
     return goal, steps
 
 
-_RAISED_SPAN = re.compile(r"while trying to (?P<goal>.+?), '(?P<action>[^']+)' raised the score from "
-                          r"(?P<from>-?\d+(?:\.\d+)?) to (?P<to>-?\d+(?:\.\d+)?)")
 _NOTE_GOAL = re.compile(r"^\s*to (?P<goal>[^:]+):(?P<steps>.+)$", re.S)
 
 
@@ -129,15 +129,16 @@ def parallel_steps(action: str, ordinal: int, texts: list[str], goal: str, score
     these command words). A reader whose note names an object that is not here tries what worked for the
     same goal elsewhere, as a person with a pile of notes does; whatever differs by more than the object
     still needs consolidation."""
-    verb = _VERB_RE.match(action)
-    if verb is None:
+    verb_words = command_words(action)
+    if verb_words is None:
         return []
-    verb_words = verb.group(1)
     found: list[str] = []
     for text in texts:
         lowered = text.lower()
-        for m in _RAISED_SPAN.finditer(lowered):
-            if _same_goal(m.group("goal"), goal) and float(m.group("from")) <= score < float(m.group("to")):
+        for m in _RAISED.finditer(lowered):
+            if not (m.group("goal") and m.group("to") and _same_goal(m.group("goal"), goal)):
+                continue
+            if float(m.group("from")) <= score < float(m.group("to")):
                 found += [a for a in extract_actions(m.group("action"))[:1] if a.startswith(verb_words + " ")]
         note = _NOTE_GOAL.match(lowered)
         if note and _same_goal(note.group("goal"), goal):

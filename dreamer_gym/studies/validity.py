@@ -85,16 +85,20 @@ class ValidityConfig:
                 "(a maintainer's study of the track's validity, not a submission)"})
 
 
+def _changes_reward(base: dict[str, Any], overrides: dict[str, Any]) -> bool:
+    """Whether ``overrides`` set a reward field (anything not in :data:`FREE_FIELDS`) to another value than
+    ``base`` has, or one ``base`` does not set."""
+    return any(k not in FREE_FIELDS and (k not in base or base[k] != v) for k, v in overrides.items())
+
+
 def make_study_env(env_id: str, workers: int = 0, overrides: dict[str, Any] | None = None) -> tuple[gym.Env, bool]:
     """``(env, comparable)``: the registered id as it runs (only free fields passed) when ``overrides``
     leave every reward field at the id's value; otherwise a directly built ``ConsolidationEnv`` with the
     id's settings and ``overrides``, whose reward is not the id's (``comparable=False``)."""
     overrides = dict(overrides or {})
     registered = {k: v for k, v in gym.spec(env_id).kwargs.items() if k != "frozen"}
-    changed = {k: v for k, v in overrides.items() if k not in FREE_FIELDS and registered.get(k, v) != v
-               or k not in FREE_FIELDS and k not in registered}
     free = {k: v for k, v in overrides.items() if k in FREE_FIELDS}
-    if not changed:
+    if not _changes_reward(registered, overrides):
         return gym.make(env_id, **{**free, "workers": workers}), True
     from dreamer_gym.envs.consolidation import ConsolidationEnv
 
@@ -118,9 +122,9 @@ def collect(config: ValidityConfig, progress: bool = True) -> dict[str, Any]:
         track = load_track(config.track)
         if not isinstance(track, Track):
             raise ConfigError(f"`track` {config.track!r} is a transfer track: name one of its members")
-        # an override replaces the track's value (and labels the run not comparable), never collides with it
-        env = ConsolidationEnv(**{**track.env_kwargs(workers=config.workers), **overrides})
-        comparable = not set(overrides) - set(FREE_FIELDS)
+        # an override replaces the track's value (a changed reward field labels the run not comparable)
+        kwargs = track.env_kwargs(workers=config.workers)
+        env, comparable = ConsolidationEnv(**{**kwargs, **overrides}), not _changes_reward(kwargs, overrides)
     else:
         env, comparable = make_study_env(config.env_id, config.workers, overrides)
     try:
@@ -147,7 +151,8 @@ def collect(config: ValidityConfig, progress: bool = True) -> dict[str, Any]:
                     "score": ep["after"],
                 })
         cfg = env.unwrapped.config
-        setting = {"env_id": track.env_id if track else config.env_id, "comparable": comparable, "eval_in_family": int(cfg.eval_in_family),
+        setting = {"env_id": track.env_id if track else config.env_id, "comparable": comparable,
+                   "agent_top_k": int(cfg.agent_top_k), "eval_in_family": int(cfg.eval_in_family),
                    "eval_other": int(cfg.eval_other), "size_coef": float(cfg.size_coef), "banks": len(pool.banks),
                    "track": config.track, "split": cfg.split, "pool_hash": pool.hash}
         return {"regions": regions, "episodes": episodes, "setting": setting}
