@@ -17,7 +17,7 @@ from dreamer_gym.envs.spaces import ToolCallSpace, sanitize, text_space
 from dreamer_gym.envs.tools import TOOLS, ToolError, Workspace, parse_action
 from dreamer_gym.errors import ConfigError, FrozenParameterError, RewardServiceError
 from dreamer_gym.memory import MemoryBank, select_by_family
-from dreamer_gym.service import CommitRequest, PublicPool, RewardService, make_reward_service
+from dreamer_gym.service import CommitRequest, CommitResult, PublicPool, RewardService, make_reward_service
 from dreamer_gym.store import Store
 from dreamer_gym.suites.registry import check_available
 
@@ -94,6 +94,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         self._last_error: str | None = None
         self._invalid = 0
         self._done = True
+        self._pending: tuple[CommitRequest, str, float, bool, bool] | None = None
 
     @classmethod
     def experiment(cls, env_id: str, **overrides: Any) -> ConsolidationEnv:
@@ -153,6 +154,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         self._last_error = None
         self._invalid = 0
         self._done = False
+        self._pending = None
         return self._obs(), self._info()
 
     def _choose_region(self, options: Mapping[str, Any] | None, rng: np.random.Generator) -> tuple[int, str]:
@@ -179,12 +181,22 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         return int(index), family
 
     def step(self, action: str):
-        if self._ws is None or self._done:
+        obs, reward, terminated, truncated, info = self.act(action)
+        if self._pending is None:
+            return obs, reward, terminated, truncated, info
+        return self.settle(self.service.commit(self._pending[0]))
+
+    # --- batched commits (a trainer scores a whole batch in one evaluation run) ---------------------------------
+    def act(self, action: str):
+        """:meth:`step` up to the commit: where this call commits (or runs out of calls) it returns with
+        ``info["commit_pending"]`` True and :attr:`pending_commit` set, and scores nothing. The caller sends the
+        pending requests of many envs to ``service.commit_many`` and hands each env its result through
+        :meth:`settle`, which returns what :meth:`step` would have (same reward, same infos)."""
+        if self._ws is None or self._done or self._pending is not None:
             raise RuntimeError("call reset() before step() (the episode is over)")
         self._calls_left -= 1
         reward, terminated, truncated = 0.0, False, False
         self._last_error = None
-        commit_info: dict[str, Any] = {}
         try:
             call = parse_action(action)
             if call.name == "commit":
@@ -198,34 +210,44 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
             reward -= self.config.invalid_penalty
         if not terminated and self._calls_left <= 0:
             truncated = True
-        if terminated or truncated:
-            commit_info, commit_reward = self._commit()
-            reward += commit_reward
-            self._done = True
         info = self._info()
-        info.update(commit_info)
+        if terminated or truncated:
+            ws = self._ws
+            new_bank = self._store_new_bank(ws)
+            request = CommitRequest(self._bank_index, ws.family, self._episode_seed, tuple(ws.emitted), self._invalid)
+            self._pending = (request, new_bank.hash, float(reward), terminated, truncated)
+            info["commit_pending"] = True
         return self._obs(), float(reward), terminated, truncated, info
 
-    def _commit(self) -> tuple[dict[str, Any], float]:
-        """Store the new bank and have the service score it; the commit info and the reward (0.0 where the
-        service withholds it: a track on TEST)."""
-        ws = self._ws
-        assert ws is not None  # noqa: S101 - internal invariant, checked by step()
-        new_bank = self._store_new_bank(ws)
-        request = CommitRequest(self._bank_index, ws.family, self._episode_seed, tuple(ws.emitted), self._invalid)
-        result = self.service.commit(request)
-        if result.bank_after != new_bank.hash:
+    @property
+    def pending_commit(self) -> CommitRequest | None:
+        """The commit :meth:`act` left for the caller to score, if any."""
+        return None if self._pending is None else self._pending[0]
+
+    def settle(self, result: CommitResult):
+        """Finish the pending commit with the service's ``result`` for it: the ``(obs, reward, terminated,
+        truncated, info)`` that :meth:`step` returns for the committing call."""
+        if self._pending is None:
+            raise RuntimeError("settle() finishes a commit that act() left pending; there is none")
+        request, bank_hash, reward, terminated, truncated = self._pending
+        if result.bank_after != bank_hash:
             raise RewardServiceError(f"the reward service scored bank {result.bank_after}, not this commit's "
-                                     f"{new_bank.hash}: the service and the env hold different pools")
+                                     f"{bank_hash}: the service and the env hold different pools (or the results "
+                                     "of a batch went to the wrong envs)")
+        self._pending = None
+        self._done = True
         info = result.info
         if result.reward is None:
-            self._last_result = f"Committed {len(ws.emitted)} entries (the score of this track is withheld)."
+            self._last_result = f"Committed {len(request.emitted)} entries (the score of this track is withheld)."
         else:
             self._last_result = (
-                f"Committed {len(ws.emitted)} entries. Score {info['score_before']:.1f} -> {info['score_after']:.1f}; "
+                f"Committed {len(request.emitted)} entries. Score {info['score_before']:.1f} -> {info['score_after']:.1f}; "
                 f"region tokens {info['size_before']['tokens']} -> {info['size_after']['tokens']}."
             )
-        return info, 0.0 if result.reward is None else float(result.reward)
+            reward += float(result.reward)
+        out = self._info()
+        out.update(info)
+        return self._obs(), float(reward), terminated, truncated, out
 
     def _store_new_bank(self, ws: Workspace) -> MemoryBank:
         """Bank v1 = v0 without the region, plus the new region; stored as a new version (parent: v0)."""

@@ -100,13 +100,25 @@ class Evaluator:
     def evaluate(self, bank: MemoryBank, episodes: Sequence[EvalEpisode]) -> list[EpisodeResult]:
         """Results in the order of ``episodes``. Each played episode is stored as soon as it finishes (unless
         it failed: a result with ``error`` is never cached), so an interrupted evaluation resumes."""
-        retrieved = [self._retrieve(bank, ep.description) for ep in episodes]
-        keys = [self.episode_key(ep, r) for ep, r in zip(episodes, retrieved)]
-        cached = self.store.get_cached(set(keys))
+        return self.evaluate_many([(bank, episodes)])[0]
+
+    def evaluate_many(self, jobs: Sequence[tuple[MemoryBank, Sequence[EvalEpisode]]]) -> list[list[EpisodeResult]]:
+        """:meth:`evaluate` for several banks at once: the misses of all of them go to the executor in ONE
+        run (a GRPO group's commits play side by side on the workers), and an episode two banks share
+        (same retrieved entries) is played once."""
+        keyed: list[list[str]] = []
+        todo: dict[str, EvalTask] = {}
+        for bank, episodes in jobs:
+            retrieved = [self._retrieve(bank, ep.description) for ep in episodes]
+            keys = [self.episode_key(ep, r) for ep, r in zip(episodes, retrieved)]
+            keyed.append(keys)
+            for k, ep, r in zip(keys, episodes, retrieved):
+                todo.setdefault(k, EvalTask(k, ep.task, tuple(r), ep.seed))
+        cached = self.store.get_cached(set(todo))
         results: dict[str, EpisodeResult] = {k: EpisodeResult.from_dict(v) for k, v in cached.items()}
-        todo = {k: EvalTask(k, ep.task, tuple(r), ep.seed)
-                for k, ep, r in zip(keys, episodes, retrieved) if k not in results}
-        self.stats.hits += len(keys) - len(todo)
+        todo = {k: t for k, t in todo.items() if k not in results}
+        asked = sum(len(keys) for keys in keyed)
+        self.stats.hits += asked - len(todo)
         self.stats.misses += len(todo)
         if todo:
             restarts = self.executor.restarts
@@ -115,7 +127,7 @@ class Evaluator:
             finally:
                 self.stats.worker_restarts += self.executor.restarts - restarts
             results.update(zip(todo, played))
-        return [results[k] for k in keys]
+        return [[results[k] for k in keys] for keys in keyed]
 
     def _record(self, task: EvalTask, result: EpisodeResult) -> None:
         if result.error is not None:

@@ -81,8 +81,22 @@ class Referee:
         return PublicPool(pool.suite, pool.hash, pool.families, pool.banks, dict(pool.trajectories))
 
     def commit(self, request: CommitRequest) -> CommitResult:
+        return self.commit_many([request])[0]
+
+    def commit_many(self, requests: list[CommitRequest]) -> list[CommitResult]:
+        """Score several commits with ONE evaluation run (their episodes play side by side on the workers;
+        what two of them share, such as a GRPO group's bank v0, plays once). Same results as one
+        :meth:`commit` after another."""
         if self._sealed:
             raise RewardServiceError("this track's results were handed out (finish()); it takes no more commits")
+        prepared = [self._prepare(r) for r in requests]
+        jobs = [job for old, new, _, episodes in prepared for job in ((old, episodes), (new, episodes))]
+        played = self.evaluator.evaluate_many(jobs)
+        return [self._score(request, *p, played[2 * i], played[2 * i + 1])
+                for i, (request, p) in enumerate(zip(requests, prepared))]
+
+    def _prepare(self, request: CommitRequest) -> tuple[MemoryBank, MemoryBank, tuple[str, ...], list[EvalEpisode]]:
+        """Bank v0 and v1, the region's ids and the evaluation episodes of one commit (checked)."""
         cfg, pool = self.config, self.pool
         old = self._bank(request.bank_index)
         region = select_by_family(old, request.family, cfg.max_region_entries)
@@ -92,13 +106,17 @@ class Referee:
         new = old.replace(region.entry_ids, request.emitted)
         episodes = draw_episodes(pool, request.family, cfg.split, cfg.eval_in_family, cfg.eval_other,
                                  np.random.default_rng(request.episode_seed))
-        before = self.evaluator.evaluate(old, episodes)
-        after = before if new == old else self.evaluator.evaluate(new, episodes)
-        tokens = (sum(count_tokens(old.get(i).text) for i in region.entry_ids),  # type: ignore[union-attr]
+        return old, new, region.entry_ids, episodes
+
+    def _score(self, request: CommitRequest, old: MemoryBank, new: MemoryBank, region_ids: tuple[str, ...],
+               episodes: list[EvalEpisode], before: list[EpisodeResult], after: list[EpisodeResult]) -> CommitResult:
+        cfg, pool = self.config, self.pool
+        after = before if new == old else after
+        tokens = (sum(count_tokens(old.get(i).text) for i in region_ids),  # type: ignore[union-attr]
                   sum(count_tokens(e.text) for e in request.emitted))
         in_family = [e.task.family == request.family for e in episodes]
         reward = reward_from_results(before, after, tokens[0], tokens[1], cfg.size_coef, in_family)
-        sizes = {"size_before": {"entries": len(region.entry_ids), "tokens": tokens[0]},
+        sizes = {"size_before": {"entries": len(region_ids), "tokens": tokens[0]},
                  "size_after": {"entries": len(request.emitted), "tokens": tokens[1]}}
         common = {
             **sizes,

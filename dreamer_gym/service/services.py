@@ -33,7 +33,7 @@ from dreamer_gym.service.referee import Referee
 from dreamer_gym.suites import SuiteSpec, get_suite_spec, register_suite
 
 logger = logging.getLogger(__name__)
-_OPS = ("public_pool", "commit", "finish", "stats", "worker_pids", "pid")
+_OPS = ("public_pool", "commit", "commit_many", "finish", "stats", "worker_pids", "pid")
 _STOP_TIMEOUT_S = 30.0
 
 
@@ -51,6 +51,10 @@ class RewardService(Protocol):
 
     def commit(self, request: CommitRequest) -> CommitResult:
         """Score one commit."""
+        ...
+
+    def commit_many(self, requests: list[CommitRequest]) -> list[CommitResult]:
+        """Score several commits in one evaluation run (a GRPO batch); the same results as one by one."""
         ...
 
     def finish(self) -> list[dict[str, Any]]:
@@ -95,6 +99,9 @@ class InProcessRewardService(_ServiceBase):
 
     def commit(self, request: CommitRequest) -> CommitResult:
         return self.referee.commit(request)
+
+    def commit_many(self, requests: list[CommitRequest]) -> list[CommitResult]:
+        return self.referee.commit_many(list(requests))
 
     def finish(self) -> list[dict[str, Any]]:
         return self.referee.finish()
@@ -217,6 +224,9 @@ class ProcessRewardService(_ServiceBase):
 
     def commit(self, request: CommitRequest) -> CommitResult:
         return self._call("commit", request)
+
+    def commit_many(self, requests: list[CommitRequest]) -> list[CommitResult]:
+        return self._call("commit_many", list(requests))
 
     def finish(self) -> list[dict[str, Any]]:
         return self._call("finish")

