@@ -16,6 +16,8 @@ import logging
 import sys
 from pathlib import Path
 
+import yaml
+
 from dreamer_gym.cli_args import add_dataclass_arguments, apply_config_file, cli_fields, dataclass_kwargs, subparser
 from dreamer_gym.envs.config import ConsolidationConfig
 from dreamer_gym.envs.frozen import REWARD_FIELDS
@@ -295,6 +297,49 @@ def _cmd_validity(args: argparse.Namespace) -> int:
     return 1 if failed and args.strict else 0
 
 
+def _cmd_train(args: argparse.Namespace) -> int:
+    """GRPO on an env id from a YAML config (flags override it); with ``--probe N``, only the signal probe."""
+    from dreamer_gym.training.config import GRPOConfig
+
+    config = GRPOConfig.load(args.train_config, steps=args.steps, output_dir=args.output_dir, seed=args.seed)
+    out = Path(config.output_dir)
+    if args.probe:
+        from dreamer_gym.envs.tracks import REGISTERED
+        from dreamer_gym.suites import get_suite_spec
+        from dreamer_gym.training.grpo import load_policy
+        from dreamer_gym.training.probe import probe_signal
+
+        model, tokenizer = load_policy(config.model, lora_r=0)
+        suite = {**REGISTERED[config.env_id], **config.env_overrides}.get("suite", "scienceworld")
+        families = list(config.families) or list(get_suite_spec(suite).families)
+        result = probe_signal(model, tokenizer, config.env_id, families, args.probe, config.num_generations,
+                              config.max_turns, config.seed, config.env_overrides, config.preview_words,
+                              config.temperature)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "probe.json").write_text(json.dumps(result, indent=1))
+        print(_table([{"family": f, **{k: v for k, v in r.items() if k != "tool_mix"}}
+                      for f, r in result.items() if f != "seconds"]))
+        print(f"\nwrote {out / 'probe.json'}")
+        return 0
+    from dreamer_gym.training.grpo import GRPOTrainer
+    from dreamer_gym.training.logs import plot_curve
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
+    trainer = GRPOTrainer(config)
+    try:
+        records = trainer.train(progress=not args.quiet)
+    finally:
+        trainer.close()
+    if (out / "log.jsonl").is_file():
+        print(f"curve: {plot_curve(out / 'log.jsonl', out / 'curve.png')}")
+    if records:
+        last = records[-1]
+        print(f"step {last['step']}: reward {last['reward']:+.4f}, score changed in {last['score_changed']:.0%}, "
+              f"keep-all {last['keep_all']:.0%}; checkpoints in {out}")
+    return 0
+
+
 def _cmd_power(args: argparse.Namespace) -> int:
     from dreamer_gym.studies.power import PowerConfig, run, to_markdown
 
@@ -391,6 +436,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="exit 1 if an expected comparison fails")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_cmd_validity)
+
+    p = sub.add_parser("train", help="train a consolidator on an env id: GRPO (docs/grpo.md)")
+    p.add_argument("--algo", choices=("grpo",), default="grpo")
+    p.add_argument("--config", dest="train_config", type=Path, required=True,
+                   help="YAML of GRPOConfig fields (baselines/configs/grpo-*.yaml)")
+    p.add_argument("--steps", type=int, default=None, help="override the config's `steps`")
+    p.add_argument("--output-dir", default=None, help="override the config's `output_dir` (resumes from it)")
+    p.add_argument("--seed", type=int, default=None, help="override the config's `seed`")
+    p.add_argument("--probe", type=int, default=0, metavar="GROUPS",
+                   help="do not train: play GROUPS groups per family with the untrained policy and report, per "
+                   "family, the share of rollouts whose downstream score changes (output_dir/probe.json)")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser("power", help="the reward's noise and the commits a GRPO group needs (registered id as is)")
     p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0")

@@ -33,6 +33,7 @@ BUILTIN: dict[str, str] = {
     "wrong-procedures": "dreamer_gym.consolidators.oracle:WrongProcedureDecoy",
     "random": "dreamer_gym.consolidators.random_policy:RandomConsolidator",
     "prompted": "dreamer_gym.consolidators.prompted:PromptedConsolidator",
+    "grpo": "dreamer_gym.consolidators.grpo:GRPOConsolidator",  # grpo:CHECKPOINT (no checkpoint: untrained)
     "constant": "dreamer_gym.consolidators.adversarial:ConstantConsolidator",  # red team (privileged)
     "bait": "dreamer_gym.consolidators.adversarial:BaitConsolidator",  # red team (privileged)
     # red team that reads nothing privileged (issue 11; consolidators/red_team.py)
@@ -76,8 +77,18 @@ def consolidator_names() -> tuple[str, ...]:
     return tuple(sorted({*BUILTIN, *_REGISTERED, *_plugin_refs()}))
 
 
+def split_name(name: str) -> tuple[str, str | None]:
+    """``"grpo:runs/x/checkpoint-20"`` -> ``("grpo", "runs/x/checkpoint-20")``: a known name, a colon and an
+    argument (a checkpoint) that the factory receives as ``checkpoint``. Other names pass through whole."""
+    base, sep, arg = name.partition(":")
+    if sep and base in consolidator_names() and name not in consolidator_names():
+        return base, arg
+    return name, None
+
+
 def get_consolidator_factory(name: str) -> Callable[..., Consolidator]:
-    """The class or factory registered as ``name`` (imported now)."""
+    """The class or factory registered as ``name`` (imported now); ``NAME:ARG`` names NAME's."""
+    name = split_name(name)[0]
     ref = _REGISTERED.get(name) or BUILTIN.get(name) or _plugin_refs().get(name)
     if ref is None:
         raise ConfigError(f"unknown consolidator {name!r}; known: {list(consolidator_names())}; {_HOW_TO_REGISTER}")
@@ -99,6 +110,9 @@ def make_consolidator(name: str, **kwargs: Any) -> Consolidator:
         ConfigError: ``name`` is unknown (the message lists the known names and how to register one), or
             its factory returned something without ``actions(env, obs, info)``.
     """
+    argument = split_name(name)[1]
+    if argument is not None:
+        kwargs = {**kwargs, "checkpoint": argument}
     policy = get_consolidator_factory(name)(**kwargs)
     if not callable(getattr(policy, "actions", None)):
         raise ConfigError(f"consolidator {name!r} built a {type(policy).__name__}, which has no "

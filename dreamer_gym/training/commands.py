@@ -113,3 +113,12 @@ def result_message(result: str, error: str | None, kept: int, turns_left: int, c
     """The env's answer to one command, cut to ``chars`` (a read shows most of an entry)."""
     text = f"ERROR: {error}" if error else result
     return f"{text[:chars]}\nKept so far: {kept}. Turns left: {turns_left}."
+
+
+def prompt_ids(tokenizer: Any, family: str, region: list[dict[str, Any]], max_turns: int,
+               preview_words: int = 14) -> list[int]:
+    """The episode's prompt tokens: the instructions and the region listing, shown once; the assistant's turn."""
+    chat = [{"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": first_user_message(family, region, max_turns, preview_words)}]
+    ids = tokenizer.apply_chat_template(chat, tokenize=True, add_generation_prompt=True)
+    return list(ids["input_ids"] if hasattr(ids, "keys") else ids)

@@ -19,7 +19,7 @@ import torch
 
 from dreamer_gym.envs.consolidation import ConsolidationEnv
 from dreamer_gym.service import CommitRequest
-from dreamer_gym.training.commands import COMMANDS, SYSTEM_PROMPT, CommandState, first_user_message, result_message
+from dreamer_gym.training.commands import COMMANDS, CommandState, prompt_ids, result_message
 from dreamer_gym.training.decoding import ConstrainedDecoder, DecodeState, TurnFormat
 
 COMMIT = json.dumps({"tool": "commit"})
@@ -102,10 +102,7 @@ class RolloutCollector:
         self.times = RolloutTimes()
 
     def prompt(self, family: str, region: list[dict[str, Any]]) -> list[int]:
-        chat = [{"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": first_user_message(family, region, self.max_turns, self.preview_words)}]
-        ids = self.tokenizer.apply_chat_template(chat, tokenize=True, add_generation_prompt=True)
-        return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+        return prompt_ids(self.tokenizer, family, region, self.max_turns, self.preview_words)
 
     def collect(self, resets: list[tuple[int, dict[str, Any] | None]], group_size: int,
                 generator: torch.Generator | None = None) -> list[Rollout]:
