@@ -298,7 +298,19 @@ def _cmd_validity(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    """GRPO on an env id from a YAML config (flags override it); with ``--probe N``, only the signal probe."""
+    """GRPO on an env id from a YAML config (flags override it); with ``--probe N``, only the signal probe.
+    ``--algo trl``: TRL's own GRPOTrainer from a recipe YAML (dreamer_gym/training/trl_recipe.py)."""
+    if args.algo == "trl":
+        from dreamer_gym.training import trl_recipe
+
+        if args.probe or args.steps is not None or args.output_dir is not None or args.seed is not None:
+            raise ConfigError("--algo trl takes its settings from the recipe's `trl:` section; drop --probe, "
+                              "--steps, --output-dir and --seed")
+        return trl_recipe.main([str(args.train_config), *(["--check"] if args.check else []),
+                                *(["--resume"] if args.resume else [])])
+    if args.check or args.resume:
+        raise ConfigError("--check and --resume are for --algo trl (our trainer validates the config on load and "
+                          "always resumes from output_dir)")
     from dreamer_gym.training.config import GRPOConfig
 
     config = GRPOConfig.load(args.train_config, steps=args.steps, output_dir=args.output_dir, seed=args.seed)
@@ -438,7 +450,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_validity)
 
     p = sub.add_parser("train", help="train a consolidator on an env id: GRPO (docs/grpo.md)")
-    p.add_argument("--algo", choices=("grpo",), default="grpo")
+    p.add_argument("--algo", choices=("grpo", "trl"), default="grpo",
+                   help="grpo: our trainer (GRPOConfig YAML); trl: TRL's GRPOTrainer (a trl_recipe YAML)")
     p.add_argument("--config", dest="train_config", type=Path, required=True,
                    help="YAML of GRPOConfig fields (baselines/configs/grpo-*.yaml)")
     p.add_argument("--steps", type=int, default=None, help="override the config's `steps`")
@@ -447,6 +460,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--probe", type=int, default=0, metavar="GROUPS",
                    help="do not train: play GROUPS groups per family with the untrained policy and report, per "
                    "family, the share of rollouts whose downstream score changes (output_dir/probe.json)")
+    p.add_argument("--check", action="store_true", help="--algo trl: validate the recipe and exit")
+    p.add_argument("--resume", action="store_true", help="--algo trl: resume from trl.output_dir's last checkpoint")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_cmd_train)
 

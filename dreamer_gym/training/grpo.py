@@ -102,27 +102,31 @@ def decision_batch(rollouts: list[Rollout], advantages: list[list[float]], offse
                   torch.tensor(seq, dtype=torch.long))
 
 
-def constrained_logprobs(model: Any, rollouts: list[Rollout], batch: _Batch, temperature: float,
-                         pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+def constrained_logprobs(model: Any, rollouts: list[Rollout], batch: _Batch,
+                         temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Log-probs of the chosen tokens under the grammar-constrained policy, and its entropy, per decision
-    token. Logits are computed only at decision positions (the full vocabulary at every position would
-    cost ~1 GB for a batch of 4 on a 49k vocabulary)."""
-    length = max(len(r.tokens) for r in rollouts)
-    ids = torch.full((len(rollouts), length), pad_id, dtype=torch.long)
-    attention = torch.zeros((len(rollouts), length), dtype=torch.long)
-    for b, r in enumerate(rollouts):
-        ids[b, : len(r.tokens)] = torch.tensor(r.tokens)
-        attention[b, : len(r.tokens)] = 1
-    hidden = model.get_decoder()(input_ids=ids, attention_mask=attention).last_hidden_state
-    picked = hidden[batch.rows, batch.positions - 1]  # the logits for token j come from position j-1
+    token. Each sequence goes through the model alone, unpadded and without a mask, so attention runs in
+    the causal kernel whose memory grows with the length, not its square (a padded batch of 4 x 2,000 tokens
+    held ~15 GB of attention scores for the backward pass on CPU and was OOM-killed). Logits are computed
+    only at decision positions (the full vocabulary at every position would cost ~0.4 GB per sequence)."""
     weight = model.get_output_embeddings().weight
-    logits = (picked.unsqueeze(1) * weight[batch.allowed]).sum(-1) / temperature  # (N, A)
-    logits = logits.masked_fill(~batch.allowed_mask, float("-inf"))
-    logp = torch.log_softmax(logits, dim=-1)
-    chosen = logp.gather(1, batch.chosen.unsqueeze(1)).squeeze(1)
-    probs = logp.exp().masked_fill(~batch.allowed_mask, 0.0)
-    entropy = -(probs * logp.masked_fill(~batch.allowed_mask, 0.0)).sum(-1)
-    return chosen, entropy
+    logps, entropies = [], []
+    for b, r in enumerate(rollouts):
+        rows = (batch.rows == b).nonzero().squeeze(1)
+        if len(rows) == 0:
+            continue
+        ids = torch.tensor([r.tokens], dtype=torch.long)
+        hidden = model.get_decoder()(input_ids=ids).last_hidden_state[0]
+        picked = hidden[batch.positions[rows] - 1]  # the logits for token j come from position j-1
+        allowed, mask = batch.allowed[rows], batch.allowed_mask[rows]
+        logits = (picked.unsqueeze(1) * weight[allowed]).sum(-1) / temperature  # (n, A)
+        logp = torch.log_softmax(logits.masked_fill(~mask, float("-inf")), dim=-1)
+        logps.append(logp.gather(1, batch.chosen[rows].unsqueeze(1)).squeeze(1))
+        probs = logp.exp().masked_fill(~mask, 0.0)
+        entropies.append(-(probs * logp.masked_fill(~mask, 0.0)).sum(-1))
+    if not logps:
+        return torch.zeros(0), torch.zeros(0)
+    return torch.cat(logps), torch.cat(entropies)
 
 
 class GRPOTrainer:
@@ -189,8 +193,7 @@ class GRPOTrainer:
         batch = decision_batch(rollouts, advantages, offset)
         if len(batch.rows) == 0:
             return torch.zeros((), requires_grad=True), {}
-        pad = int(self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id)
-        logp, entropy = constrained_logprobs(self.model, rollouts, batch, cfg.temperature, pad)
+        logp, entropy = constrained_logprobs(self.model, rollouts, batch, cfg.temperature)
         ratio = torch.exp(logp - batch.old_logprobs)
         clipped = torch.clamp(ratio, 1 - cfg.epsilon, 1 + cfg.epsilon)
         per_token = -torch.min(ratio * batch.advantages, clipped * batch.advantages)
@@ -198,10 +201,10 @@ class GRPOTrainer:
         if cfg.beta > 0:
             with torch.no_grad():
                 if self.ref_model is not None:
-                    ref, _ = constrained_logprobs(self.ref_model, rollouts, batch, cfg.temperature, pad)
+                    ref, _ = constrained_logprobs(self.ref_model, rollouts, batch, cfg.temperature)
                 else:
                     with self.model.disable_adapter():
-                        ref, _ = constrained_logprobs(self.model, rollouts, batch, cfg.temperature, pad)
+                        ref, _ = constrained_logprobs(self.model, rollouts, batch, cfg.temperature)
             kl = torch.exp(ref - logp) - (ref - logp) - 1
             per_token = per_token + cfg.beta * kl
         if cfg.loss_type == "dapo":
@@ -210,7 +213,7 @@ class GRPOTrainer:
             loss = per_token.sum() / (n_seqs * max_tokens)
         else:  # grpo: each sequence's mean, then the mean over sequences
             loss = (per_token / seq_tokens[batch.seq_of]).sum() / n_seqs
-        sums = {"loss": float(loss.detach()) , "entropy": float(entropy.detach().sum()), "kl": float(kl.detach().sum()),
+        sums = {"loss": float(loss.detach()), "entropy": float(entropy.detach().sum()), "kl": float(kl.detach().sum()),
                 "clipped": float(((ratio - clipped).abs() > 1e-6).float().sum()), "tokens": float(len(batch.rows))}
         return loss, sums
 
@@ -225,12 +228,15 @@ class GRPOTrainer:
         size = len(rollouts) // cfg.grad_accumulation
         totals: dict[str, float] = {}
         for k in range(cfg.grad_accumulation):
-            part = slice(k * size, (k + 1) * size)
-            loss, sums = self.loss_terms(rollouts[part], advantages[part], k * size, len(rollouts), n_tokens,
-                                         max_tokens, seq_tokens)
-            loss.backward()
-            for name, value in sums.items():
-                totals[name] = totals.get(name, 0.0) + value
+            # a micro-batch's sequences go forward and backward one at a time (see constrained_logprobs); the
+            # loss is normalised over the whole step, so the summed gradient is the whole batch's
+            for i in range(k * size, (k + 1) * size):
+                loss, sums = self.loss_terms(rollouts[i:i + 1], advantages[i:i + 1], i, len(rollouts), n_tokens,
+                                             max_tokens, seq_tokens)
+                if loss.requires_grad:
+                    loss.backward()
+                for name, value in sums.items():
+                    totals[name] = totals.get(name, 0.0) + value
         params = [p for p in self.model.parameters() if p.requires_grad]
         grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
         self.optimizer.step()

@@ -88,7 +88,7 @@ def test_grpo_step_updates_policy_and_only_decision_tokens_carry_loss(tiny_model
         assert len(batch.rows) == sum(1 for r in rollouts for p, a in zip(r.policy, r.allowed) if p and len(a) > 1)
         # the log-probs recomputed for the loss are the ones sampled with (same constrained policy)
         with torch.no_grad():
-            logp, entropy = constrained_logprobs(trainer.model, rollouts, batch, 1.0, int(tok.eos_token_id))
+            logp, entropy = constrained_logprobs(trainer.model, rollouts, batch, 1.0)
         assert torch.allclose(logp, batch.old_logprobs, atol=1e-4)
         assert torch.all(entropy >= 0)
 
