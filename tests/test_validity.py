@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from dreamer_gym.errors import ConfigError
 from dreamer_gym.studies.validity import ValidityConfig, make_study_env, run, summarise_rewards
 
 
@@ -89,6 +90,13 @@ def test_reward_comparisons_are_paired_per_region() -> None:
     assert by[("oracle", "keep-all")]["n"] == 12 and by[("oracle", "keep-all")]["holds"]
     assert by[("oracle", "keep-all")]["ci95"][0] > 0.3 and by[("keep-all", "empty")]["holds"]
     assert out["table"]["keep-all"]["all"] == 0.0
+
+    extra = summarise_rewards(regions, resamples=200, compare=["grpo:runs/x/checkpoint-2>keep-all", "empty>oracle"])
+    by = {(c["a"], c["b"]): c for c in extra["comparisons"]}
+    assert ("empty", "oracle") in by and not by[("empty", "oracle")]["holds"]  # reported as measured
+    assert ("grpo:runs/x/checkpoint-2", "keep-all") not in by  # a policy the study did not run: no row
+    with pytest.raises(ConfigError, match="A>B"):
+        summarise_rewards(regions, resamples=200, compare=["oracle keep-all"])
 
 
 @pytest.mark.heavy

@@ -80,6 +80,9 @@ class ValidityConfig:
     workers: int = field(default=0, metadata={"help": "evaluation worker processes (0 = in-process)"})
     bootstrap_resamples: int = field(default=4000, metadata={"help": "resamples per bootstrap CI"})
     env_kwargs: dict[str, Any] = field(default_factory=dict, metadata={"help": "more env keyword arguments"})
+    compare: tuple[str, ...] = field(default=(), metadata={
+        "help": "more paired comparisons of the commit reward and the in-family score, each 'A>B' (e.g. a "
+                "trained policy against keep-all: grpo:runs/x/checkpoint-20>keep-all); reported, expected greater"})
     track: str | None = field(default=None, metadata={
         "help": "a leaderboard track (e.g. scienceworld): its pool, split, families and episodes, scores shown "
                 "(a maintainer's study of the track's validity, not a submission)"})
@@ -206,8 +209,21 @@ def _compare(by: dict[str, dict[tuple, float]], pairs: Sequence[tuple[str, str, 
     return out
 
 
-def summarise_rewards(regions: Sequence[dict[str, Any]], resamples: int = 4000) -> dict[str, Any]:
-    """The commit reward per region: mean per policy and family (and its parts), paired comparisons."""
+def parse_pairs(compare: Sequence[str]) -> list[tuple[str, str, str]]:
+    """``["a>b", ...]`` -> ``[(a, b, "greater"), ...]`` (names may hold ':' but not '>')."""
+    pairs = []
+    for text in compare:
+        a, sep, b = text.partition(">")
+        if not sep or not a.strip() or not b.strip():
+            raise ConfigError(f"Expected each `compare` item to be 'A>B' (two policy names), got {text!r}")
+        pairs.append((a.strip(), b.strip(), "greater"))
+    return pairs
+
+
+def summarise_rewards(regions: Sequence[dict[str, Any]], resamples: int = 4000,
+                      compare: Sequence[str] = ()) -> dict[str, Any]:
+    """The commit reward per region: mean per policy and family (and its parts), paired comparisons (the
+    study's, then ``compare``'s)."""
     by: dict[str, dict[tuple, dict[str, Any]]] = defaultdict(dict)
     for r in regions:
         by[r["policy"]][(r["family"], r["seed"])] = r
@@ -223,6 +239,7 @@ def summarise_rewards(regions: Sequence[dict[str, Any]], resamples: int = 4000) 
         table[p] = row
     rewards = {p: {k: r["reward"] for k, r in rs.items()} for p, rs in by.items()}
     comparisons = _compare(rewards, REWARD_COMPARISONS, families, resamples, EQUAL_MARGIN)
+    comparisons += _compare(rewards, parse_pairs(compare), families, resamples)
     fixed = [p for p in HONEST_FIXED if p in table]
     best_fixed = max(fixed, key=lambda p: table[p]["all"]) if fixed else None
     bars = [b for b in ("oracle", best_fixed) if b is not None]
@@ -235,7 +252,7 @@ def summarise_rewards(regions: Sequence[dict[str, Any]], resamples: int = 4000) 
 
 
 def summarise(records: Sequence[dict[str, Any]], resamples: int = 4000,
-              regions: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
+              regions: Sequence[dict[str, Any]] | None = None, compare: Sequence[str] = ()) -> dict[str, Any]:
     """In-family episode scores (``records``: episode records; other families' episodes are left out) and,
     with ``regions``, the commit rewards (``summary["rewards"]``)."""
     records = [r for r in records if r.get("in_family", True)]
@@ -268,9 +285,10 @@ def summarise(records: Sequence[dict[str, Any]], resamples: int = 4000,
             normalised[p]["mean"] = float(np.mean(vals)) if vals else float("nan")
     scores = {p: {k: r["score"] for k, r in rs.items()} for p, rs in by.items()}
     comparisons = _compare(scores, COMPARISONS, families, resamples)
+    comparisons += _compare(scores, parse_pairs(compare), families, resamples)
     summary = {"families": families, "table": table, "normalised": normalised, "comparisons": comparisons}
     if regions:
-        summary["rewards"] = summarise_rewards(regions, resamples)
+        summary["rewards"] = summarise_rewards(regions, resamples, compare)
     return summary
 
 
@@ -409,8 +427,9 @@ def plot(summary: dict[str, Any], path: str | Path, env_id: str | None = None) -
 
 
 def run(config: ValidityConfig, out_dir: str | Path | None = None, progress: bool = True) -> dict[str, Any]:
+    parse_pairs(config.compare)  # a malformed pair fails before the study runs
     data = collect(config, progress=progress)
-    summary = summarise(data["episodes"], config.bootstrap_resamples, data["regions"])
+    summary = summarise(data["episodes"], config.bootstrap_resamples, data["regions"], config.compare)
     summary["setting"] = data["setting"]
     if out_dir is not None:
         out = Path(out_dir)
