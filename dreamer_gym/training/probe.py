@@ -16,6 +16,8 @@ from dreamer_gym.training.rollout import EnvGroups, Rollout, RolloutCollector, b
 def summarise_rollouts(rollouts: list[Rollout]) -> dict[str, Any]:
     """What a set of rollouts did: score moved, keep-all and empty commits, reward, tool mix, sizes."""
     tools: Counter[str] = Counter(c.split()[0] for r in rollouts for c in r.commands)
+    kept: Counter[str] = Counter(label for r in rollouts for label in r.kept_labels)
+    read: Counter[str] = Counter(label for r in rollouts for label in r.read_labels)
     n = max(len(rollouts), 1)
     return {
         "rollouts": len(rollouts),
@@ -29,6 +31,9 @@ def summarise_rollouts(rollouts: list[Rollout]) -> dict[str, Any]:
         "invalid_calls": sum(e is not None for r in rollouts for e in r.errors),
         "tool_mix": dict(sorted(tools.items())),
         "forced_commit": sum(r.forced_commit for r in rollouts) / n,
+        "kept_labels": dict(kept.most_common()),  # kind/tag of the kept entries: what the policy selects
+        "read_labels": dict(read.most_common()),
+        "read_then_kept": sum(bool(set(r.read_labels)) and bool(r.kept_labels) for r in rollouts) / n,
     }
 
 

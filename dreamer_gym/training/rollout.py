@@ -46,6 +46,8 @@ class Rollout:
     turn_keys: list[str] = field(default_factory=list)
     turn_rewards: list[float] = field(default_factory=list)
     forced_commit: bool = False
+    kept_labels: list[str] = field(default_factory=list)  # per kept entry: its kind and the writer's tags
+    read_labels: list[str] = field(default_factory=list)  # per read entry: the same
     reward: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
 
@@ -150,6 +152,12 @@ class RolloutCollector:
                 r.logprobs.append(d.logprob)
                 r.turn_of.append(turn)
             action = grammar.apply(chosen)
+            numbers = [int(x) for x in chosen[1:]]
+            labels = [_label(region[i - 1]) for i in numbers]
+            if chosen[0] == "keep":
+                r.kept_labels += labels
+            elif chosen[0] == "read":
+                r.read_labels += labels
             r.commands.append(" ".join(s.strip() for s in chosen))
             r.actions.append(action)
             obs, reward, _, _, step_info = env.act(action)
@@ -179,6 +187,12 @@ class RolloutCollector:
             r.turn_rewards[-1] += reward
             r.reward = float(sum(r.turn_rewards))
             r.info = info
+
+
+def _label(entry: dict[str, Any]) -> str:
+    """``procedure/verbatim``: an entry's kind and the acquisition writer's main tag (what a policy can see)."""
+    tags = [t for t in entry.get("tags", ()) if not t.startswith("variation:")]
+    return f"{entry['kind']}/{tags[0]}" if tags else entry["kind"]
 
 
 def batch_seeds(seed: int, step: int, groups: int) -> list[int]:

@@ -50,6 +50,9 @@ def test_grpo_step_updates_policy_and_only_decision_tokens_carry_loss(tiny_model
             env_text = tok.decode([t for t, p in zip(completion, r.policy) if not p])
             for command in r.commands:  # what the policy wrote is exactly its commands
                 assert command.split()[0] in policy_text
+            kept = sum(len(c.split()) - 1 for c in r.commands if c.startswith("keep"))
+            assert len(r.kept_labels) == kept and all("/" in x or x in ("procedure", "insight", "fact", "pitfall")
+                                                      for x in r.kept_labels)
             assert "Kept so far" not in policy_text
             if len(r.commands) > 1:
                 assert "Kept so far" in env_text
@@ -112,7 +115,8 @@ def test_resume_takes_the_same_next_step(tiny_model_dir: Path, tmp_path: Path) -
 
     logged = read_log(tmp_path / "split" / "log.jsonl")
     assert [r["step"] for r in logged] == [1, 2]
-    assert {"reward", "kl", "entropy", "valid_call_rate", "response_tokens", "tool_mix", "seconds"} <= set(logged[-1])
+    assert {"reward", "kl", "entropy", "valid_call_rate", "response_tokens", "tool_mix", "seconds", "kept_labels",
+            "read_then_kept"} <= set(logged[-1])
     assert plot_curve(tmp_path / "split" / "log.jsonl", tmp_path / "curve.png").stat().st_size > 1000
     assert any((tmp_path / "split" / "tb").iterdir())  # TensorBoard event file
 
