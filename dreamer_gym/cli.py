@@ -334,7 +334,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         print(f"\nwrote {out / 'probe.json'}")
         return 0
     from dreamer_gym.training.grpo import GRPOTrainer
-    from dreamer_gym.training.logs import plot_curve
+    from dreamer_gym.training.logs import learning_summary, plot_curve
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
@@ -345,6 +345,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         trainer.close()
     if (out / "log.jsonl").is_file():
         print(f"curve: {plot_curve(out / 'log.jsonl', out / 'curve.png')}")
+        print(learning_summary(out / "log.jsonl"))
     if records:
         last = records[-1]
         print(f"step {last['step']}: reward {last['reward']:+.4f}, score changed in {last['score_changed']:.0%}, "

@@ -81,3 +81,36 @@ def plot_curve(log_path: Path, out: Path, window: int = 5) -> Path:
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
+
+
+def learning_summary(log_path: Path, window: int = 5) -> str:
+    """What changed between the first and the last ``window`` steps of a run, as a markdown table: the reward,
+    the shares of rollouts that moved the score / kept everything / kept nothing, the tool mix and what kind
+    of entries the policy kept (read off its own rollouts, not its weights)."""
+    import numpy as np
+
+    records = read_log(log_path)
+    if not records:
+        return "(no steps logged)"
+    w = max(1, min(window, len(records) // 2 or 1))
+    spans = {f"steps {records[0]['step']}-{records[w - 1]['step']}": records[:w],
+             f"steps {records[-w]['step']}-{records[-1]['step']}": records[-w:]}
+
+    def mean(rs: list[dict[str, Any]], key: str) -> float:
+        return float(np.mean([r[key] for r in rs if key in r])) if any(key in r for r in rs) else float("nan")
+
+    def shares(rs: list[dict[str, Any]], key: str, top: int = 6) -> str:
+        total: dict[str, float] = {}
+        for r in rs:
+            for k, v in r.get(key, {}).items():
+                total[k] = total.get(k, 0.0) + v
+        n = sum(total.values()) or 1.0
+        return ", ".join(f"{k} {v / n:.0%}" for k, v in sorted(total.items(), key=lambda kv: -kv[1])[:top])
+
+    rows = ["| span | reward | score moved | keep-all | empty | entries after | entropy | tool mix | kept (kind/tag) |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for label, rs in spans.items():
+        rows.append(f"| {label} | {mean(rs, 'reward'):+.4f} | {mean(rs, 'score_changed'):.2f} | "
+                    f"{mean(rs, 'keep_all'):.2f} | {mean(rs, 'empty'):.2f} | {mean(rs, 'mean_entries_after'):.1f} | "
+                    f"{mean(rs, 'entropy'):.3f} | {shares(rs, 'tool_mix')} | {shares(rs, 'kept_labels')} |")
+    return "\n".join(rows)

@@ -178,7 +178,7 @@ def test_cli_trains_then_evaluates_the_checkpoint_greedily(tiny_model_dir: Path,
     assert run.returncode == 0, run.stderr[-3000:]
     checkpoint = tmp_path / "run" / "checkpoint-1"
     assert (checkpoint / "trainer_state.json").is_file() and (tmp_path / "run" / "curve.png").is_file()
-    assert "score changed in" in run.stdout
+    assert "score changed in" in run.stdout and "| steps 1-1 |" in run.stdout  # the learning summary
 
     records = []
     for k in range(2):
