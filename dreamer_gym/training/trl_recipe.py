@@ -8,7 +8,7 @@ appends the results (loss-masked) until the model stops calling tools or ``max_t
 (``use_vllm``, colocate or server): the path for GPU runs of real chat models.
 
 **path: text** (:mod:`.trl_bridge`): ``GRPOTrainer(rollout_func=...)``. The rollouts are :mod:`.rollout`'s: the
-trainer's own model writes our command grammar (``keep e3 e7``, ...), grammar-constrained, one turn per command;
+trainer's own model writes our command grammar (``keep 03 07``, ...), grammar-constrained, one turn per command;
 TRL gets the token ids, the ``env_mask`` and the env's rewards. For models without a tool-calling template
 (SmolLM2) and for CPU runs; no vLLM (the recipe refuses ``use_vllm`` there, see :mod:`.trl_bridge`).
 
@@ -37,8 +37,9 @@ The recipe (``baselines/configs/grpo-trl-*.yaml``)::
 without them the tools path uses ``gym.make`` of the id itself. Both paths draw the same reset seeds (and families)
 from the same ``dataset`` section. Unknown keys anywhere raise :class:`~dreamer_gym.errors.ConfigError`.
 
-Run: ``python -m dreamer_gym.training.trl_recipe CONFIG`` (trains, then saves the final model, a LoRA adapter with
-``lora.r > 0``, and the recipe into ``trl.output_dir``); ``--check`` only validates the recipe.
+Run: ``dreamer-gym train --algo trl --config CONFIG`` (or ``python -m dreamer_gym.training.trl_recipe CONFIG``):
+it trains, then saves the final model (a LoRA adapter with ``lora.r > 0``) and the recipe into
+``trl.output_dir``; ``--check`` only validates the recipe.
 """
 from __future__ import annotations
 
