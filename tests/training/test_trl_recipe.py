@@ -159,7 +159,7 @@ def test_the_tools_path_needs_a_template_trl_recognises(tiny_model_dir: Path, tm
 def test_shipped_recipes_are_valid(name: str) -> None:
     path = CONFIGS / name
     first = path.read_text().splitlines()[0]
-    assert first == f"# python -m dreamer_gym.training.trl_recipe baselines/configs/{name}"
+    assert first == f"# dreamer-gym train --config baselines/configs/{name} --algo trl"
     recipe = load_recipe(path)
     assert isinstance(recipe, Recipe) and main([str(path), "--check"]) == 0
     if recipe.path == "tools":
