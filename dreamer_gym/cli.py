@@ -326,7 +326,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         families = list(config.families) or list(get_suite_spec(suite).families)
         result = probe_signal(model, tokenizer, config.env_id, families, args.probe, config.num_generations,
                               config.max_turns, config.seed, config.env_overrides, config.preview_words,
-                              config.temperature)
+                              config.temperature, config.grammar)
         out.mkdir(parents=True, exist_ok=True)
         (out / "probe.json").write_text(json.dumps(result, indent=1))
         print(_table([{"family": f, **{k: v for k, v in r.items() if k != "tool_mix"}}

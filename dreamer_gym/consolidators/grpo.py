@@ -1,8 +1,8 @@
 """A GRPO-trained text-action policy as a consolidator (``grpo:CHECKPOINT``), decoding greedily.
 
 It plays the same turns the trainer's rollouts do (:mod:`dreamer_gym.training.commands`: the region listed
-once, then ``read N`` / ``keep N ...`` / ``commit`` under the same grammar, each one env tool call), so an
-evaluation measures the trained policy and nothing else. Without a checkpoint it is the untrained base
+once, then ``read N`` / ``keep N ...`` (or ``drop N ...``) / ``commit`` under the checkpoint's grammar, and
+the same env tool calls), so an evaluation measures the trained policy and nothing else. Without a checkpoint it is the untrained base
 model under that grammar: the baseline a trained policy must beat.
 """
 from __future__ import annotations
@@ -14,7 +14,6 @@ from typing import Any
 
 import gymnasium as gym
 
-from dreamer_gym.consolidators.base import call
 from dreamer_gym.errors import ConfigError
 
 STATE_FILE = "trainer_state.json"
@@ -27,7 +26,8 @@ class GRPOConsolidator:
     name = "grpo"
 
     def __init__(self, checkpoint: str | Path | None = None, model: str | None = None, max_turns: int | None = None,
-                 preview_words: int | None = None, greedy: bool = True, temperature: float = 1.0, seed: int = 0) -> None:
+                 preview_words: int | None = None, greedy: bool = True, temperature: float = 1.0, seed: int = 0,
+                 grammar: str | None = None) -> None:
         config: dict[str, Any] = {}
         if checkpoint is not None:
             state = Path(checkpoint) / STATE_FILE
@@ -39,6 +39,7 @@ class GRPOConsolidator:
         self.model_name = model or config.get("model", "smollm2-135m")
         self.max_turns = int(max_turns or config.get("max_turns", 6))
         self.preview_words = int(preview_words or config.get("preview_words", 14))
+        self.grammar = grammar or config.get("grammar", "keep")
         self.greedy, self.temperature, self.seed = greedy, temperature, seed
         self.lora_r = int(config.get("lora_r", 0))
         self._loaded: tuple[Any, Any] | None = None
@@ -60,20 +61,34 @@ class GRPOConsolidator:
 
         model, tokenizer = self._policy()
         region = info["region"]
-        grammar = CommandState([e["id"] for e in region])
+        grammar = CommandState.of([e["id"] for e in region], self.grammar)
         decoder = ConstrainedDecoder(model, tokenizer, self.temperature, greedy=self.greedy)
         turn_format = TurnFormat.from_tokenizer(tokenizer)
-        state = DecodeState(queued=prompt_ids(tokenizer, info["family"], region, self.max_turns, self.preview_words))
+        state = DecodeState(queued=prompt_ids(tokenizer, info["family"], region, self.max_turns, self.preview_words,
+                                              self.grammar))
         generator = None if self.greedy else torch.Generator().manual_seed(self.seed)
         self.commands = []
         for turn in range(self.max_turns):
             chosen, _ = decoder.command(state, grammar.options, generator)
             self.commands.append(" ".join(s.strip() for s in chosen))
-            action = grammar.apply(chosen)
-            obs, info = yield action
+            result, error = grammar.note, None
+            for action in grammar.apply(chosen):
+                obs, info = yield action
+                result, error = str(obs["result"]), error or info.get("last_error")
             if chosen == ["commit"]:
                 return
-            message = result_message(str(obs["result"]), info.get("last_error"), len(grammar.kept),
-                                     self.max_turns - turn - 1)
+            message = result_message(result, error, grammar.holding, self.max_turns - turn - 1,
+                                     grammar=self.grammar)
             state.queued.extend(turn_format.env_tokens(tokenizer, message))
-        yield call("commit")
+        for action in grammar.apply(["commit"]):  # out of turns: commit as the trainer does
+            yield action
+
+
+class GRPODropConsolidator(GRPOConsolidator):
+    """``grpo-drop``: the untrained base model under the ``drop`` grammar (edit down from the whole region),
+    the baseline a ``grammar: drop`` checkpoint must beat. With a checkpoint it is ``grpo:CHECKPOINT``."""
+
+    name = "grpo-drop"
+
+    def __init__(self, checkpoint: str | Path | None = None, **kwargs: Any) -> None:
+        super().__init__(checkpoint, **{"grammar": "drop", **kwargs})

@@ -34,6 +34,7 @@ BUILTIN: dict[str, str] = {
     "random": "dreamer_gym.consolidators.random_policy:RandomConsolidator",
     "prompted": "dreamer_gym.consolidators.prompted:PromptedConsolidator",
     "grpo": "dreamer_gym.consolidators.grpo:GRPOConsolidator",  # grpo:CHECKPOINT (no checkpoint: untrained)
+    "grpo-drop": "dreamer_gym.consolidators.grpo:GRPODropConsolidator",  # untrained, `drop` grammar
     "constant": "dreamer_gym.consolidators.adversarial:ConstantConsolidator",  # red team (privileged)
     "bait": "dreamer_gym.consolidators.adversarial:BaitConsolidator",  # red team (privileged)
     # red team that reads nothing privileged (issue 11; consolidators/red_team.py)

@@ -4,15 +4,29 @@ their translation into the env's JSON tool calls.
 Why not JSON: a 135M model sampled freely made 0 valid JSON tool calls in 8 (issue 12's probe), and every
 generated token costs ~50 ms on a CPU. So the policy writes commands over the numbers of a listing shown
 once at the start of the episode, and decoding follows the grammar below (only the decision tokens are
-free; the rest are forced):
+free; the rest are forced). Two grammars (``GRAMMARS``):
+
+``keep`` (build the new region up from nothing)::
 
     read N            read_entry of entry N (its full text and provenance come back)
     keep N [M ...]    keep entries N, M, ... verbatim (distinct, not yet kept; in the order written)
     commit            replace the region with what was kept and get the reward
 
+``drop`` (edit down from the whole region; doing nothing commits the region unchanged)::
+
+    read N            read_entry of entry N
+    drop N [M ...]    mark entries N, M, ... to leave out (no env call: the trainer's edit buffer)
+    commit            ``keep`` of every entry not dropped (in the region's order), then ``commit``
+
+Why two: under ``keep`` a policy that only reads commits an empty region (the worst outcome), so a 135M
+model's first lesson is "keep a lot", and the cheapest way to keep a lot is keep-all, which is worth
+exactly 0. Under ``drop`` the default is keep-all and every gain must come from leaving out the right
+entries: the same choice ``dedupe`` makes, which is what the reward pays for.
+
 Entries are numbered 1..n in the region's order, zero-padded to two digits when n >= 10 ("03"), so that
-no number's tokens are a prefix of another's: a segment ends where its tokens end. Every command becomes exactly one env tool call, so the
-env's budget, penalties and reward apply unchanged; the command never reaches the env as text.
+no number's tokens are a prefix of another's: a segment ends where its tokens end. A command becomes zero
+(``drop``), one or two (``commit`` under ``drop``) env tool calls, so the env's budget, penalties and
+reward apply unchanged; the command never reaches the env as text.
 """
 from __future__ import annotations
 
@@ -22,7 +36,8 @@ from typing import Any
 
 from dreamer_gym.memory.tokens import count_tokens
 
-COMMANDS: tuple[str, ...] = ("read", "keep", "commit")
+GRAMMARS: dict[str, tuple[str, ...]] = {"keep": ("read", "keep", "commit"), "drop": ("read", "drop", "commit")}
+COMMANDS: tuple[str, ...] = GRAMMARS["keep"]
 END = None  # the option that closes a command (the tokenizer's end-of-turn token)
 
 
@@ -34,6 +49,23 @@ class CommandState:
     kept: set[int] = field(default_factory=set)  # 1-based entry numbers
     read: set[int] = field(default_factory=set)
     commands: tuple[str, ...] = COMMANDS
+    dropped: set[int] = field(default_factory=set)
+    note: str = ""  # the answer to a command that made no env call (``drop``)
+
+    @classmethod
+    def of(cls, ids: list[str], grammar: str = "keep") -> CommandState:
+        if grammar not in GRAMMARS:
+            raise ValueError(f"Expected a grammar in {tuple(GRAMMARS)}, got {grammar!r}")
+        return cls(list(ids), commands=GRAMMARS[grammar])
+
+    @property
+    def drops(self) -> bool:
+        return "drop" in self.commands
+
+    @property
+    def holding(self) -> int:
+        """How many entries the new region holds if committed now."""
+        return len(self.ids) - len(self.dropped) if self.drops else len(self.kept)
 
     def number(self, i: int) -> str:
         return f"{i:02d}" if len(self.ids) >= 10 else str(i)
@@ -46,6 +78,8 @@ class CommandState:
             for c in self.commands:
                 if c == "keep" and len(self.kept) >= n:
                     continue
+                if c == "drop" and len(self.dropped) >= n:
+                    continue
                 if c == "read" and len(self.read) >= n:
                     continue
                 opts.append(c)
@@ -55,28 +89,42 @@ class CommandState:
             return [END]
         if head == "read":
             return [f" {self.number(i)}" for i in range(1, n + 1) if i not in self.read] if len(chosen) == 1 else [END]
-        if head == "keep":
+        if head in ("keep", "drop"):
+            taken = self.kept if head == "keep" else self.dropped
             listed = {int(s) for s in chosen[1:]}
-            free = [f" {self.number(i)}" for i in range(1, n + 1) if i not in self.kept and i not in listed]
+            free = [f" {self.number(i)}" for i in range(1, n + 1) if i not in taken and i not in listed]
             return free if len(chosen) == 1 else [*free, END]
         raise ValueError(f"unknown command {head!r}")
 
-    def apply(self, chosen: list[str]) -> str:
-        """The env tool call (a JSON string) for a finished command; updates the state."""
+    def apply(self, chosen: list[str]) -> list[str]:
+        """The env tool calls (JSON strings) for a finished command, in order; updates the state. A ``drop``
+        makes none (its answer is :attr:`note`); ``commit`` under ``drop`` keeps what is left, then commits."""
         head, numbers = chosen[0], [int(s) for s in chosen[1:]]
         if head == "commit":
-            return json.dumps({"tool": "commit"})
+            commit = json.dumps({"tool": "commit"})
+            if not self.drops:
+                return [commit]
+            rest = [i for i in range(1, len(self.ids) + 1) if i not in self.dropped]
+            self.kept.update(rest)
+            keep = json.dumps({"tool": "keep", "ids": [self.ids[i - 1] for i in rest]})
+            return [keep, commit] if rest else [commit]
         if head == "read":
             self.read.add(numbers[0])
-            return json.dumps({"tool": "read_entry", "id": self.ids[numbers[0] - 1]})
+            return [json.dumps({"tool": "read_entry", "id": self.ids[numbers[0] - 1]})]
         if head == "keep":
             self.kept.update(numbers)
-            return json.dumps({"tool": "keep", "ids": [self.ids[i - 1] for i in numbers]})
+            return [json.dumps({"tool": "keep", "ids": [self.ids[i - 1] for i in numbers]})]
+        if head == "drop":
+            self.dropped.update(numbers)
+            self.note = (f"dropped {len(numbers)} entries; committing now keeps {self.holding} "
+                         f"of {len(self.ids)}")
+            return []
         raise ValueError(f"unknown command {head!r}")
 
     def key(self) -> str:
-        """The env state a command acts on, as GiGPO's anchor: what is kept (reads change no outcome)."""
-        return ",".join(map(str, sorted(self.kept)))
+        """The env state a command acts on, as GiGPO's anchor: what is kept, or dropped (reads change no
+        outcome)."""
+        return ",".join(map(str, sorted(self.dropped if self.drops else self.kept)))
 
 
 def _preview(text: str, words: int) -> str:
@@ -102,6 +150,15 @@ SYSTEM_PROMPT = (
     "keeps what matters.\nCommands, one per turn:\n  read N - show entry N in full\n  keep N M ... - keep these "
     "entries\n  commit - finish"
 )
+SYSTEM_PROMPTS: dict[str, str] = {
+    "keep": SYSTEM_PROMPT,
+    "drop": (
+        "You consolidate an agent's memory. The region below is one task family's entries. Drop the entries that "
+        "are redundant or do not help an agent solve new tasks of this family, then commit: everything not "
+        "dropped is kept. Shorter memory is better when it keeps what matters.\nCommands, one per turn:\n"
+        "  read N - show entry N in full\n  drop N M ... - leave these entries out\n  commit - finish"
+    ),
+}
 
 
 def first_user_message(family: str, region: list[dict[str, Any]], max_turns: int, preview_words: int = 14) -> str:
@@ -109,16 +166,19 @@ def first_user_message(family: str, region: list[dict[str, Any]], max_turns: int
             f"You have {max_turns} turns.")
 
 
-def result_message(result: str, error: str | None, kept: int, turns_left: int, chars: int = 400) -> str:
-    """The env's answer to one command, cut to ``chars`` (a read shows most of an entry)."""
+def result_message(result: str, error: str | None, kept: int, turns_left: int, chars: int = 400,
+                   grammar: str = "keep") -> str:
+    """The env's answer to one command, cut to ``chars`` (a read shows most of an entry); ``kept`` is what
+    the new region would hold."""
     text = f"ERROR: {error}" if error else result
-    return f"{text[:chars]}\nKept so far: {kept}. Turns left: {turns_left}."
+    status = "Kept so far" if grammar == "keep" else "Left after drops"
+    return f"{text[:chars]}\n{status}: {kept}. Turns left: {turns_left}."
 
 
 def prompt_ids(tokenizer: Any, family: str, region: list[dict[str, Any]], max_turns: int,
-               preview_words: int = 14) -> list[int]:
+               preview_words: int = 14, grammar: str = "keep") -> list[int]:
     """The episode's prompt tokens: the instructions and the region listing, shown once; the assistant's turn."""
-    chat = [{"role": "system", "content": SYSTEM_PROMPT},
+    chat = [{"role": "system", "content": SYSTEM_PROMPTS[grammar]},
             {"role": "user", "content": first_user_message(family, region, max_turns, preview_words)}]
     ids = tokenizer.apply_chat_template(chat, tokenize=True, add_generation_prompt=True)
     return list(ids["input_ids"] if hasattr(ids, "keys") else ids)

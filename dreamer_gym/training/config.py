@@ -33,6 +33,8 @@ class GRPOConfig:
     num_generations: int = field(default=4, metadata={"help": "rollouts per group (G): one reset, G policies"})
     max_turns: int = field(default=6, metadata={"help": "policy turns per rollout; then the trainer commits"})
     preview_words: int = field(default=14, metadata={"help": "words of each entry in the region listing"})
+    grammar: str = field(default="keep", metadata={
+        "help": "command grammar: keep (build up from nothing) | drop (edit down from the whole region)"})
     temperature: float = 1.0
     learning_rate: float = 2e-5
     weight_decay: float = 0.0
@@ -57,6 +59,10 @@ class GRPOConfig:
                 raise ConfigError(f"Expected `{name}` to be a positive int, got {value!r}")
         if self.num_generations < 2:
             raise ConfigError("Expected `num_generations` >= 2: a group-relative advantage needs two rollouts")
+        from dreamer_gym.training.commands import GRAMMARS
+
+        if self.grammar not in GRAMMARS:
+            raise ConfigError(f"Expected `grammar` to be one of {tuple(GRAMMARS)}, got {self.grammar!r}")
         if self.loss_type not in LOSS_TYPES:
             raise ConfigError(f"Expected `loss_type` to be one of {LOSS_TYPES}, got {self.loss_type!r}")
         if self.scale_rewards not in SCALE_REWARDS:

@@ -157,7 +157,7 @@ class GRPOTrainer:
             cfg = self.config
             self._envs = EnvGroups(cfg.env_id, cfg.groups_per_step * cfg.num_generations, cfg.env_overrides)
             self._collector = RolloutCollector(self.model, self.tokenizer, self._envs, cfg.max_turns,
-                                               cfg.preview_words, cfg.temperature)
+                                               cfg.preview_words, cfg.temperature, grammar=cfg.grammar)
         return self._collector
 
     def resets(self, step: int) -> list[tuple[int, dict[str, Any] | None]]:
@@ -263,7 +263,8 @@ class GRPOTrainer:
         record = {
             "step": self.step, "reward": float(np.mean(rewards)), "reward_std": float(np.std(rewards)),
             **{k: summary[k] for k in ("score_changed", "keep_all", "empty", "mean_score_delta", "mean_entries_after",
-                                       "tool_mix", "forced_commit", "kept_labels", "read_labels", "read_then_kept")},
+                                       "tool_mix", "forced_commit", "kept_labels", "read_labels", "read_then_kept",
+                                       "dropped_labels")},
             "valid_call_rate": 1 - summary["invalid_calls"] / max(sum(len(r.commands) for r in rollouts), 1),
             "response_tokens": float(np.mean([sum(r.policy) for r in rollouts])),
             **metrics,

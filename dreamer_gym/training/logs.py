@@ -34,7 +34,7 @@ class RunLog:
             for key, value in record.items():
                 if isinstance(value, (int, float)) and key != "step":
                     self._tb.add_scalar(f"train/{key}", value, step)
-            for group in ("seconds", "tool_mix", "kept_labels"):
+            for group in ("seconds", "tool_mix", "kept_labels", "dropped_labels"):
                 for key, value in record.get(group, {}).items():
                     self._tb.add_scalar(f"{group}/{key}", value, step)
 
@@ -107,10 +107,13 @@ def learning_summary(log_path: Path, window: int = 5) -> str:
         n = sum(total.values()) or 1.0
         return ", ".join(f"{k} {v / n:.0%}" for k, v in sorted(total.items(), key=lambda kv: -kv[1])[:top])
 
-    rows = ["| span | reward | score moved | keep-all | empty | entries after | entropy | tool mix | kept (kind/tag) |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    drops = any(r.get("dropped_labels") for r in records)  # the ``drop`` grammar: what it leaves out
+    rows = ["| span | reward | score moved | keep-all | empty | entries after | entropy | tool mix | kept (kind/tag) |"
+            + (" dropped (kind/tag) |" if drops else ""),
+            "|---|---|---|---|---|---|---|---|---|" + ("---|" if drops else "")]
     for label, rs in spans.items():
         rows.append(f"| {label} | {mean(rs, 'reward'):+.4f} | {mean(rs, 'score_changed'):.2f} | "
                     f"{mean(rs, 'keep_all'):.2f} | {mean(rs, 'empty'):.2f} | {mean(rs, 'mean_entries_after'):.1f} | "
-                    f"{mean(rs, 'entropy'):.3f} | {shares(rs, 'tool_mix')} | {shares(rs, 'kept_labels')} |")
+                    f"{mean(rs, 'entropy'):.3f} | {shares(rs, 'tool_mix')} | {shares(rs, 'kept_labels')} |"
+                    + (f" {shares(rs, 'dropped_labels')} |" if drops else ""))
     return "\n".join(rows)

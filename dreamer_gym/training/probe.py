@@ -18,6 +18,7 @@ def summarise_rollouts(rollouts: list[Rollout]) -> dict[str, Any]:
     tools: Counter[str] = Counter(c.split()[0] for r in rollouts for c in r.commands)
     kept: Counter[str] = Counter(label for r in rollouts for label in r.kept_labels)
     read: Counter[str] = Counter(label for r in rollouts for label in r.read_labels)
+    dropped: Counter[str] = Counter(label for r in rollouts for label in r.dropped_labels)
     n = max(len(rollouts), 1)
     return {
         "rollouts": len(rollouts),
@@ -33,18 +34,20 @@ def summarise_rollouts(rollouts: list[Rollout]) -> dict[str, Any]:
         "forced_commit": sum(r.forced_commit for r in rollouts) / n,
         "kept_labels": dict(kept.most_common()),  # kind/tag of the kept entries: what the policy selects
         "read_labels": dict(read.most_common()),
+        "dropped_labels": dict(dropped.most_common()),  # ``drop`` grammar: what the policy leaves out
         "read_then_kept": sum(bool(set(r.read_labels)) and bool(r.kept_labels) for r in rollouts) / n,
     }
 
 
 def probe_signal(model: Any, tokenizer: Any, env_id: str, families: list[str], groups_per_family: int,
                  group_size: int, max_turns: int, seed: int = 0, overrides: dict[str, Any] | None = None,
-                 preview_words: int = 14, temperature: float = 1.0) -> dict[str, Any]:
+                 preview_words: int = 14, temperature: float = 1.0, grammar: str = "keep") -> dict[str, Any]:
     """Play ``groups_per_family`` groups of ``group_size`` sampled rollouts per family; summarise per family."""
     envs = EnvGroups(env_id, group_size, overrides)
     per_family: dict[str, list[Rollout]] = defaultdict(list)
     try:
-        collector = RolloutCollector(model, tokenizer, envs, max_turns, preview_words, temperature)
+        collector = RolloutCollector(model, tokenizer, envs, max_turns, preview_words, temperature,
+                                     grammar=grammar)
         generator = torch.Generator().manual_seed(seed)
         for k, family in enumerate(tqdm(families, desc="probe", unit="family")):
             for s in batch_seeds(seed, k, groups_per_family):

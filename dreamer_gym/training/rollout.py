@@ -9,7 +9,6 @@ v0 plays once), and each env settles its own result.
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,10 +18,8 @@ import torch
 
 from dreamer_gym.envs.consolidation import ConsolidationEnv
 from dreamer_gym.service import CommitRequest
-from dreamer_gym.training.commands import COMMANDS, CommandState, prompt_ids, result_message
+from dreamer_gym.training.commands import CommandState, prompt_ids, result_message
 from dreamer_gym.training.decoding import ConstrainedDecoder, DecodeState, TurnFormat
-
-COMMIT = json.dumps({"tool": "commit"})
 
 
 @dataclass
@@ -47,6 +44,7 @@ class Rollout:
     turn_rewards: list[float] = field(default_factory=list)
     forced_commit: bool = False
     kept_labels: list[str] = field(default_factory=list)  # per kept entry: its kind and the writer's tags
+    dropped_labels: list[str] = field(default_factory=list)  # per dropped entry (``drop`` grammar): the same
     read_labels: list[str] = field(default_factory=list)  # per read entry: the same
     reward: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
@@ -95,16 +93,16 @@ class RolloutCollector:
     """Plays batches of groups with a policy model under the command grammar (see module docstring)."""
 
     def __init__(self, model: Any, tokenizer: Any, envs: EnvGroups, max_turns: int, preview_words: int = 14,
-                 temperature: float = 1.0, greedy: bool = False, commands: tuple[str, ...] = COMMANDS) -> None:
+                 temperature: float = 1.0, greedy: bool = False, grammar: str = "keep") -> None:
         self.model, self.tokenizer, self.envs = model, tokenizer, envs
         self.max_turns, self.preview_words = max_turns, preview_words
         self.decoder = ConstrainedDecoder(model, tokenizer, temperature, greedy)
         self.format = TurnFormat.from_tokenizer(tokenizer)
-        self.commands = commands
+        self.grammar = grammar
         self.times = RolloutTimes()
 
     def prompt(self, family: str, region: list[dict[str, Any]]) -> list[int]:
-        return prompt_ids(self.tokenizer, family, region, self.max_turns, self.preview_words)
+        return prompt_ids(self.tokenizer, family, region, self.max_turns, self.preview_words, self.grammar)
 
     def collect(self, resets: list[tuple[int, dict[str, Any] | None]], group_size: int,
                 generator: torch.Generator | None = None) -> list[Rollout]:
@@ -140,7 +138,7 @@ class RolloutCollector:
     def _play(self, env: ConsolidationEnv, info: dict[str, Any], group: int, seed: int, prompt: list[int],
               state: DecodeState, generator: torch.Generator | None) -> Rollout:
         region = info["region"]
-        grammar = CommandState([e["id"] for e in region], commands=self.commands)
+        grammar = CommandState.of([e["id"] for e in region], self.grammar)
         r = Rollout(group, seed, info["family"], int(info["bank"]), list(prompt), len(prompt))
         for turn in range(self.max_turns):
             r.turn_keys.append(grammar.key())
@@ -151,22 +149,23 @@ class RolloutCollector:
                 r.allowed.append(d.allowed)
                 r.logprobs.append(d.logprob)
                 r.turn_of.append(turn)
-            action = grammar.apply(chosen)
+            actions = grammar.apply(chosen)
             numbers = [int(x) for x in chosen[1:]]
             labels = [_label(region[i - 1]) for i in numbers]
             if chosen[0] == "keep":
                 r.kept_labels += labels
+            elif chosen[0] == "drop":
+                r.dropped_labels += labels
             elif chosen[0] == "read":
                 r.read_labels += labels
             r.commands.append(" ".join(s.strip() for s in chosen))
-            r.actions.append(action)
-            obs, reward, _, _, step_info = env.act(action)
-            r.errors.append(step_info["last_error"])
-            r.turn_rewards.append(float(reward))
+            result, error, reward = self._act(env, r, actions, grammar.note)
+            r.errors.append(error)
+            r.turn_rewards.append(reward)
             if env.pending_commit is not None:
-                return r
-            message = result_message(str(obs["result"]), step_info["last_error"], len(grammar.kept),
-                                     self.max_turns - turn - 1)
+                return self._finish(r, grammar, region)
+            message = result_message(result, error, grammar.holding, self.max_turns - turn - 1,
+                                     grammar=self.grammar)
             env_ids = self.format.env_tokens(self.tokenizer, message)
             state.queued.extend(env_ids)
             r.tokens.extend(env_ids)
@@ -174,10 +173,30 @@ class RolloutCollector:
             r.allowed.extend([()] * len(env_ids))
             r.logprobs.extend([0.0] * len(env_ids))
             r.turn_of.extend([-1] * len(env_ids))
-        # out of turns: the trainer commits (not a policy token; the last turn's return carries the reward)
+        # out of turns: the trainer commits (not a policy token; the last turn's return carries the reward);
+        # under ``drop`` that keeps what was not dropped, as the policy's own commit would
         r.forced_commit = True
-        env.act(COMMIT)
+        _, _, reward = self._act(env, r, grammar.apply(["commit"]), "")
+        r.turn_rewards[-1] += reward
+        return self._finish(r, grammar, region)
+
+    @staticmethod
+    def _finish(r: Rollout, grammar: CommandState, region: list[dict[str, Any]]) -> Rollout:
+        if grammar.drops:  # what the commit kept: every entry not dropped
+            r.kept_labels = [_label(region[i - 1]) for i in sorted(grammar.kept)]
         return r
+
+    @staticmethod
+    def _act(env: ConsolidationEnv, r: Rollout, actions: list[str], note: str) -> tuple[str, str | None, float]:
+        """Send one command's env calls; its answer (the last call's, or ``note`` when it made none), its
+        error (the first) and its summed shaping reward."""
+        result, error, reward = note, None, 0.0
+        for action in actions:
+            obs, step_reward, _, _, step_info = env.act(action)
+            r.actions.append(action)
+            result, reward = str(obs["result"]), reward + float(step_reward)
+            error = error or step_info["last_error"]
+        return result, error, reward
 
     def _settle(self, envs: list[ConsolidationEnv], rollouts: list[Rollout]) -> None:
         requests: list[CommitRequest] = [env.pending_commit for env in envs]  # type: ignore[misc]

@@ -139,10 +139,44 @@ def test_grammar_numbers_are_prefix_free_and_translate_to_tool_calls() -> None:
     assert state.options([]) == ["read", "keep", "commit"]
     numbers = state.options(["keep"])
     assert numbers[0] == " 01" and len(numbers) == 12 and len({len(n) for n in numbers}) == 1
-    assert state.apply(["keep", " 03", " 12"]) == '{"tool": "keep", "ids": ["id2", "id11"]}'
+    assert state.apply(["keep", " 03", " 12"]) == ['{"tool": "keep", "ids": ["id2", "id11"]}']
     assert " 03" not in state.options(["keep"]) and None not in state.options(["keep"])
     assert state.options(["keep", " 01"])[-1] is None  # a list may end after one number
     assert state.key() == "3,12"
+
+
+def test_drop_grammar_edits_down_from_the_whole_region() -> None:
+    ids = [f"id{i}" for i in range(4)]
+    state = CommandState.of(ids, "drop")
+    assert state.options([]) == ["read", "drop", "commit"] and state.holding == 4
+    assert state.apply(["drop", " 2", " 4"]) == []  # no env call: the trainer's edit buffer
+    assert "keeps 2 of 4" in state.note and state.holding == 2 and state.key() == "2,4"
+    assert " 2" not in state.options(["drop"])
+    assert state.apply(["commit"]) == ['{"tool": "keep", "ids": ["id0", "id2"]}', '{"tool": "commit"}']
+    nothing = CommandState.of(ids, "drop")  # no drops: the commit keeps the region whole (keep-all)
+    assert nothing.apply(["commit"])[0] == '{"tool": "keep", "ids": ["id0", "id1", "id2", "id3"]}'
+    every = CommandState.of(ids, "drop")
+    every.apply(["drop", " 1", " 2", " 3", " 4"])
+    assert every.options([]) == ["read", "commit"] and every.apply(["commit"]) == ['{"tool": "commit"}']
+    with pytest.raises(ValueError, match="grammar"):
+        CommandState.of(ids, "rewrite")
+
+
+def test_drop_grammar_rollouts_commit_what_was_not_dropped(tiny_model_dir: Path, tmp_path: Path) -> None:
+    trainer = GRPOTrainer(_config(tiny_model_dir, tmp_path, num_generations=3, grammar="drop", max_turns=2))
+    try:
+        rollouts = trainer.collector.collect(trainer.resets(0), 3, torch.Generator().manual_seed(1))
+        prompt = trainer.tokenizer.decode(rollouts[0].tokens[: rollouts[0].prompt_len])
+        assert "drop N M" in prompt and "keep N M" not in prompt
+        for r in rollouts:
+            n = r.info["size_before"]["entries"]
+            dropped = {x for c in r.commands if c.startswith("drop") for x in c.split()[1:]}
+            assert len(r.dropped_labels) == len(dropped)
+            assert r.info["size_after"]["entries"] == n - len(dropped) == len(r.kept_labels)
+            assert r.keep_all == (not dropped)  # nothing dropped = the region committed unchanged
+            assert math.isfinite(r.reward)
+    finally:
+        trainer.close()
 
 
 def test_config_errors_name_the_field(tmp_path: Path) -> None:
@@ -154,6 +188,8 @@ def test_config_errors_name_the_field(tmp_path: Path) -> None:
         GRPOConfig(num_generations=1)
     with pytest.raises(ConfigError, match="advantage"):
         GRPOConfig(advantage="ppo")
+    with pytest.raises(ConfigError, match="grammar"):
+        GRPOConfig(grammar="rewrite")
     bad = tmp_path / "bad.yaml"
     bad.write_text("stepz: 3\n")
     with pytest.raises(ConfigError, match="stepz"):
