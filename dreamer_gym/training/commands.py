@@ -15,13 +15,15 @@ free; the rest are forced). Two grammars (``GRAMMARS``):
 ``drop`` (edit down from the whole region; doing nothing commits the region unchanged)::
 
     read N            read_entry of entry N
-    drop N [M ...]    mark entries N, M, ... to leave out (no env call: the trainer's edit buffer)
+    drop N            mark entry N to leave out (no env call: the trainer's edit buffer)
     commit            ``keep`` of every entry not dropped (in the region's order), then ``commit``
 
 Why two: under ``keep`` a policy that only reads commits an empty region (the worst outcome), so a 135M
 model's first lesson is "keep a lot", and the cheapest way to keep a lot is keep-all, which is worth
 exactly 0. Under ``drop`` the default is keep-all and every gain must come from leaving out the right
-entries: the same choice ``dedupe`` makes, which is what the reward pays for.
+entries: the same choice ``dedupe`` makes, which is what the reward pays for. One entry per ``drop``:
+sampled freely, the base model lists every number once it starts a list (in its first step, 4 of 8
+rollouts dropped the whole region), so each drop is its own decision and at most ``max_turns`` are made.
 
 Entries are numbered 1..n in the region's order, zero-padded to two digits when n >= 10 ("03"), so that
 no number's tokens are a prefix of another's: a segment ends where its tokens end. A command becomes zero
@@ -89,10 +91,11 @@ class CommandState:
             return [END]
         if head == "read":
             return [f" {self.number(i)}" for i in range(1, n + 1) if i not in self.read] if len(chosen) == 1 else [END]
-        if head in ("keep", "drop"):
-            taken = self.kept if head == "keep" else self.dropped
+        if head == "drop":
+            return [f" {self.number(i)}" for i in range(1, n + 1) if i not in self.dropped] if len(chosen) == 1 else [END]
+        if head == "keep":
             listed = {int(s) for s in chosen[1:]}
-            free = [f" {self.number(i)}" for i in range(1, n + 1) if i not in taken and i not in listed]
+            free = [f" {self.number(i)}" for i in range(1, n + 1) if i not in self.kept and i not in listed]
             return free if len(chosen) == 1 else [*free, END]
         raise ValueError(f"unknown command {head!r}")
 
@@ -116,8 +119,7 @@ class CommandState:
             return [json.dumps({"tool": "keep", "ids": [self.ids[i - 1] for i in numbers]})]
         if head == "drop":
             self.dropped.update(numbers)
-            self.note = (f"dropped {len(numbers)} entries; committing now keeps {self.holding} "
-                         f"of {len(self.ids)}")
+            self.note = f"dropped {numbers[0]}; committing now keeps {self.holding} of {len(self.ids)}"
             return []
         raise ValueError(f"unknown command {head!r}")
 
@@ -156,7 +158,7 @@ SYSTEM_PROMPTS: dict[str, str] = {
         "You consolidate an agent's memory. The region below is one task family's entries. Drop the entries that "
         "are redundant or do not help an agent solve new tasks of this family, then commit: everything not "
         "dropped is kept. Shorter memory is better when it keeps what matters.\nCommands, one per turn:\n"
-        "  read N - show entry N in full\n  drop N M ... - leave these entries out\n  commit - finish"
+        "  read N - show entry N in full\n  drop N - leave entry N out\n  commit - finish"
     ),
 }
 

@@ -149,14 +149,16 @@ def test_drop_grammar_edits_down_from_the_whole_region() -> None:
     ids = [f"id{i}" for i in range(4)]
     state = CommandState.of(ids, "drop")
     assert state.options([]) == ["read", "drop", "commit"] and state.holding == 4
-    assert state.apply(["drop", " 2", " 4"]) == []  # no env call: the trainer's edit buffer
+    assert state.options(["drop", " 2"]) == [None]  # one entry per drop: each is its own decision
+    assert state.apply(["drop", " 2"]) == [] and state.apply(["drop", " 4"]) == []  # no env call: an edit buffer
     assert "keeps 2 of 4" in state.note and state.holding == 2 and state.key() == "2,4"
     assert " 2" not in state.options(["drop"])
     assert state.apply(["commit"]) == ['{"tool": "keep", "ids": ["id0", "id2"]}', '{"tool": "commit"}']
     nothing = CommandState.of(ids, "drop")  # no drops: the commit keeps the region whole (keep-all)
     assert nothing.apply(["commit"])[0] == '{"tool": "keep", "ids": ["id0", "id1", "id2", "id3"]}'
     every = CommandState.of(ids, "drop")
-    every.apply(["drop", " 1", " 2", " 3", " 4"])
+    for i in range(1, 5):
+        every.apply(["drop", f" {i}"])
     assert every.options([]) == ["read", "commit"] and every.apply(["commit"]) == ['{"tool": "commit"}']
     with pytest.raises(ValueError, match="grammar"):
         CommandState.of(ids, "rewrite")
@@ -167,7 +169,7 @@ def test_drop_grammar_rollouts_commit_what_was_not_dropped(tiny_model_dir: Path,
     try:
         rollouts = trainer.collector.collect(trainer.resets(0), 3, torch.Generator().manual_seed(1))
         prompt = trainer.tokenizer.decode(rollouts[0].tokens[: rollouts[0].prompt_len])
-        assert "drop N M" in prompt and "keep N M" not in prompt
+        assert "drop N - " in prompt and "keep N M" not in prompt
         for r in rollouts:
             n = r.info["size_before"]["entries"]
             dropped = {x for c in r.commands if c.startswith("drop") for x in c.split()[1:]}
