@@ -85,3 +85,26 @@ def test_suites_page_quotes_the_recorded_transfer_runs(record: str) -> None:
     assert {"MemoryConsolidation-ScienceWorld-v0", "MemoryConsolidation-ALFWorldGen-v0"} <= set(ran)
     for env_id, rows in ran.items():
         assert markdown_table(rows) in page, f"docs/suites.md does not quote {record}'s {env_id} table"
+
+
+def test_grpo_page_quotes_the_recorded_run_and_held_out_study() -> None:
+    """docs/grpo.md's results are the recorded drop-grammar run's learning summary and the held-out study's
+    own numbers (docs/before-after/issue12/), not numbers typed by hand."""
+    from dreamer_gym.training.logs import learning_summary
+
+    docs = Path(__file__).parent.parent / "docs"
+    record = docs / "before-after" / "issue12"
+    page = (docs / "grpo.md").read_text()
+    assert learning_summary(record / "drop-grammar-log.jsonl") in page
+    summary = json.loads((record / "sw-track" / "summary.json").read_text())
+    assert summary["setting"]["track"] == "scienceworld" and summary["setting"]["split"] == "test"
+    for policy, scores in summary["table"].items():
+        reward = summary["rewards"]["table"][policy]
+        row = (f" | {reward['all']:+.3f} | {scores['all']:.1f} | {scores['tokens']:.0f} | {scores['entries']:.1f} |")
+        assert any(line.startswith(f"| {policy}") and line.endswith(row) for line in page.splitlines()), policy
+    for comparison in summary["rewards"]["comparisons"]:  # paired reward, then paired score, each with its CI
+        lo, hi = comparison["ci95"]
+        assert f"{comparison['mean']:+.3f} [{lo:+.3f}, {hi:+.3f}]" in page, comparison
+    for comparison in summary["comparisons"]:
+        lo, hi = comparison["ci95"]
+        assert f"{comparison['mean']:+.1f} [{lo:+.1f}, {hi:+.1f}]" in page, comparison
