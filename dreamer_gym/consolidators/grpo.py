@@ -1,7 +1,7 @@
 """A GRPO-trained text-action policy as a consolidator (``grpo:CHECKPOINT``), decoding greedily.
 
 It plays the same turns the trainer's rollouts do (:mod:`dreamer_gym.training.commands`: the region listed
-once, then ``read N`` / ``keep N ...`` (or ``drop N ...``) / ``commit`` under the checkpoint's grammar, and
+once, then ``read N`` / ``keep N ...`` (or ``drop N``) / ``commit`` under the checkpoint's grammar, and
 the same env tool calls), so an evaluation measures the trained policy and nothing else. Without a checkpoint it is the untrained base
 model under that grammar: the baseline a trained policy must beat.
 """
@@ -91,4 +91,5 @@ class GRPODropConsolidator(GRPOConsolidator):
     name = "grpo-drop"
 
     def __init__(self, checkpoint: str | Path | None = None, **kwargs: Any) -> None:
-        super().__init__(checkpoint, **{"grammar": "drop", **kwargs})
+        default = {"grammar": "drop"} if checkpoint is None else {}  # a checkpoint carries its own grammar
+        super().__init__(checkpoint, **{**default, **kwargs})

@@ -231,3 +231,18 @@ def test_cli_trains_then_evaluates_the_checkpoint_greedily(tiny_model_dir: Path,
     assert first["tool_calls"] >= 1 and "error" not in first
     assert {k: first[k] for k in ("score_after", "size_after", "tool_calls")} == \
         {k: second[k] for k in ("score_after", "size_after", "tool_calls")}  # greedy: deterministic
+
+
+def test_a_checkpoint_carries_its_grammar_into_evaluation(tmp_path: Path) -> None:
+    """``grpo-drop`` is the untrained model under ``drop``; given a checkpoint, the checkpoint's grammar wins
+    (a ``keep`` policy evaluated under ``drop`` would be scored on moves it never learned)."""
+    import json
+
+    from dreamer_gym.consolidators import make_consolidator
+
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"config": {"grammar": "keep"}}))
+    assert make_consolidator("grpo-drop").grammar == "drop"
+    assert make_consolidator(f"grpo-drop:{tmp_path}").grammar == "keep"
+    assert make_consolidator(f"grpo:{tmp_path}").grammar == "keep"
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"config": {"grammar": "drop"}}))
+    assert make_consolidator(f"grpo:{tmp_path}").grammar == "drop"
