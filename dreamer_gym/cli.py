@@ -308,6 +308,16 @@ def _cmd_train(args: argparse.Namespace) -> int:
                               "--steps, --output-dir and --seed")
         return trl_recipe.main([str(args.train_config), *(["--check"] if args.check else []),
                                 *(["--resume"] if args.resume else [])])
+    if args.algo == "oplevel":
+        return _train_oplevel(args)
+    if args.algo == "sb3":
+        if args.probe or args.check or args.resume or args.steps is not None:
+            raise ConfigError("--algo sb3 takes total_timesteps from its config; drop --probe, --check, --resume, --steps")
+        from dreamer_gym.training.sb3_oplevel import SB3Config, train_maskable_ppo
+
+        config = SB3Config.load(args.train_config, output_dir=args.output_dir, seed=args.seed)
+        print(f"model: {train_maskable_ppo(config, progress=not args.quiet)}")
+        return 0
     if args.check or args.resume:
         raise ConfigError("--check and --resume are for --algo trl (our trainer validates the config on load and "
                           "always resumes from output_dir)")
@@ -350,6 +360,28 @@ def _cmd_train(args: argparse.Namespace) -> int:
         last = records[-1]
         print(f"step {last['step']}: reward {last['reward']:+.4f}, score changed in {last['score_changed']:.0%}, "
               f"keep-all {last['keep_all']:.0%}; checkpoints in {out}")
+    return 0
+
+
+def _train_oplevel(args: argparse.Namespace) -> int:
+    """The op-level baseline (dreamer_gym/training/oplevel.py): a small torch policy over per-entry ops."""
+    if args.probe or args.check or args.resume:
+        raise ConfigError("--probe, --check and --resume are not for --algo oplevel; drop them")
+    from dreamer_gym.training.logs import plot_curve
+    from dreamer_gym.training.oplevel import OpLevelConfig, OpLevelTrainer
+
+    config = OpLevelConfig.load(args.train_config, steps=args.steps, output_dir=args.output_dir, seed=args.seed)
+    trainer = OpLevelTrainer(config)
+    try:
+        records = trainer.train(progress=not args.quiet)
+    finally:
+        trainer.close()
+    out = Path(config.output_dir)
+    print(f"curve: {plot_curve(out / 'log.jsonl', out / 'curve.png', title='op-level')}")
+    if records:
+        last = records[-1]
+        print(f"step {last['step']}: reward {last['reward']:+.4f}, best in batch {last['reward_max']:+.4f}; "
+              f"checkpoints in {out}")
     return 0
 
 
@@ -450,9 +482,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_cmd_validity)
 
-    p = sub.add_parser("train", help="train a consolidator on an env id: GRPO (docs/grpo.md)")
-    p.add_argument("--algo", choices=("grpo", "trl"), default="grpo",
-                   help="grpo: our trainer (GRPOConfig YAML); trl: TRL's GRPOTrainer (a trl_recipe YAML)")
+    p = sub.add_parser("train", help="train a consolidator on an env id: GRPO (docs/grpo.md), op-level or SB3 (docs/byo.md)")
+    p.add_argument("--algo", choices=("grpo", "trl", "oplevel", "sb3"), default="grpo",
+                   help="grpo: our trainer (GRPOConfig YAML); trl: TRL's GRPOTrainer (a trl_recipe YAML); oplevel: "
+                   "the op-level policy (OpLevelConfig YAML, docs/byo.md); sb3: MaskablePPO on the op-level wrapper (SB3Config YAML)")
     p.add_argument("--config", dest="train_config", type=Path, required=True,
                    help="YAML of GRPOConfig fields (baselines/configs/grpo-*.yaml)")
     p.add_argument("--steps", type=int, default=None, help="override the config's `steps`")
@@ -465,6 +498,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true", help="--algo trl: resume from trl.output_dir's last checkpoint")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_cmd_train)
+
+    p = sub.add_parser("serve", help="serve an env id as an OpenEnv environment server (docs/byo.md)",
+                       description="Serve a registered env id as an OpenEnv environment server: TRL, SkyRL, verifiers "
+                       "and any OpenEnv client train on it over a WebSocket (docs/byo.md).")
+    from dreamer_gym.serve.openenv_server import add_arguments as add_serve_arguments
+    from dreamer_gym.serve.openenv_server import run as run_server
+
+    add_serve_arguments(p)
+    p.set_defaults(func=run_server)
 
     p = sub.add_parser("power", help="the reward's noise and the commits a GRPO group needs (registered id as is)")
     p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0")

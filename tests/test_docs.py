@@ -108,3 +108,17 @@ def test_grpo_page_quotes_the_recorded_run_and_held_out_study() -> None:
     for comparison in summary["comparisons"]:
         lo, hi = comparison["ci95"]
         assert f"{comparison['mean']:+.1f} [{lo:+.1f}, {hi:+.1f}]" in page, comparison
+
+
+def test_byo_page_quotes_the_recorded_ceiling() -> None:
+    """docs/byo.md's ceiling table and its summary are the recorded search's own numbers."""
+    docs = Path(__file__).parent.parent / "docs"
+    page = (docs / "byo.md").read_text()
+    record = json.loads((docs / "before-after" / "issue13" / "ceiling.json").read_text())
+    for row in record["regions"]:
+        cells = (f"| {row['seed']} {row['family']} | {row['entries']} | {row['empty']:.1f} | {row['keep_all']:.1f} | "
+                 f"{row['merge_procedures']:.1f} | {row['best']:.1f} | {row['oracle']:.1f} |")
+        assert cells in page, row["seed"]
+    summary = record["summary"]
+    assert f"**{summary['best']:.2f}**" in page and f"**{summary['merge_procedures']:.2f}**" in page
+    assert summary["best"] >= 0.5  # the issue's floor for the ops' ceiling

@@ -70,3 +70,22 @@ class BlindConsolidator:
         for kind, text in self.TEXTS:
             yield call("emit", kind=kind, text=text, provenance=anchor)
         yield call("commit")
+
+
+class ConsensusConsolidator:
+    """Merges the region's procedures into their consensus and drops the rest: the op-level rules
+    (:mod:`dreamer_gym.envs.op_rules`) with one fixed op per kind, no learning. Detours and wrong steps
+    fall out because no majority of episodes took them; a region without a procedure commits empty."""
+
+    name = "consensus"
+
+    def actions(self, env: gym.Env, obs: dict[str, Any], info: dict[str, Any]) -> Iterator[str]:
+        from dreamer_gym.envs.oplevel import DROP, MERGE, plan_calls
+
+        region = info["region"]
+        config = env.unwrapped.config
+        ops = [MERGE if e["kind"] == "procedure" else DROP for e in region]
+        calls, _ = plan_calls(ops, region, config.max_entry_tokens, config.max_emitted)
+        for c in calls:
+            yield call(c.pop("tool"), **c)
+        yield call("commit")

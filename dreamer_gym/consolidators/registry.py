@@ -33,6 +33,9 @@ BUILTIN: dict[str, str] = {
     "wrong-procedures": "dreamer_gym.consolidators.oracle:WrongProcedureDecoy",
     "random": "dreamer_gym.consolidators.random_policy:RandomConsolidator",
     "prompted": "dreamer_gym.consolidators.prompted:PromptedConsolidator",
+    "consensus": "dreamer_gym.consolidators.fixed:ConsensusConsolidator",  # op rules: merge procedures, drop the rest
+    "oplevel": "dreamer_gym.consolidators.oplevel:OpLevelConsolidator",  # oplevel:CHECKPOINT (none: untrained)
+    "sb3": "dreamer_gym.consolidators.sb3_policy:SB3OpLevelConsolidator",  # sb3:MODEL.zip (MaskablePPO, op level)
     "grpo": "dreamer_gym.consolidators.grpo:GRPOConsolidator",  # grpo:CHECKPOINT (no checkpoint: untrained)
     "grpo-drop": "dreamer_gym.consolidators.grpo:GRPODropConsolidator",  # untrained, `drop` grammar
     "constant": "dreamer_gym.consolidators.adversarial:ConstantConsolidator",  # red team (privileged)

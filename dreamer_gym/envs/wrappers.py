@@ -75,11 +75,26 @@ def entry_features(region: list[dict[str, Any]], max_entries: int) -> np.ndarray
         feats[i, col["variation_specific"]] = float(any(t.startswith("variation:") for t in tags))
         for name, tag in _TAG_FEATURES.items():
             feats[i, col[name]] = float(tag in tags)
-        feats[i, col["near_duplicates"]] = sum(
-            1 for j, other in enumerate(token_sets)
-            if j != i and len(other & token_sets[i]) / max(len(other | token_sets[i]), 1) >= 0.8
-        )
+    for i, count in enumerate(near_duplicate_counts(token_sets)[:max_entries]):
+        feats[i, col["near_duplicates"]] = count
     return np.clip(feats, 0.0, 1_000.0)
+
+
+def near_duplicate_counts(token_sets: list[set[str]], threshold: float = 0.8) -> list[int]:
+    """Per set, how many others it overlaps by Jaccard >= ``threshold``: each pair once, by intersection
+    size alone (|A u B| = |A| + |B| - |A n B|), skipping pairs whose sizes alone rule it out."""
+    sizes = [len(t) for t in token_sets]
+    counts = [0] * len(token_sets)
+    for i in range(len(token_sets)):
+        for j in range(i + 1, len(token_sets)):
+            small, large = sorted((sizes[i], sizes[j]))
+            if small < threshold * large:
+                continue
+            inter = len(token_sets[i] & token_sets[j])
+            if inter >= threshold * max(sizes[i] + sizes[j] - inter, 1):
+                counts[i] += 1
+                counts[j] += 1
+    return counts
 
 
 class EntryOpsWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):

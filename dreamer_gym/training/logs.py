@@ -54,7 +54,7 @@ def read_log(path: Path) -> list[dict[str, Any]]:
     return [records[k] for k in sorted(records)]
 
 
-def plot_curve(log_path: Path, out: Path, window: int = 5) -> Path:
+def plot_curve(log_path: Path, out: Path, window: int = 5, title: str = "GRPO") -> Path:
     """The learning curve: per-step values (dots) and their running mean over ``window`` steps (line)."""
     import matplotlib
 
@@ -75,8 +75,8 @@ def plot_curve(log_path: Path, out: Path, window: int = 5) -> Path:
             ax.plot(steps[w - 1:], running, "-")
         ax.set_ylabel(key.replace("_", " "), fontsize=8)
         ax.grid(alpha=0.3)
-    axes[-1, 0].set_xlabel("GRPO step")
-    fig.suptitle(f"GRPO: {log_path.parent.name}", fontsize=9)
+    axes[-1, 0].set_xlabel(f"{title} step")
+    fig.suptitle(f"{title}: {log_path.parent.name}", fontsize=9)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)

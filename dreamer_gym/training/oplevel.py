@@ -1,0 +1,223 @@
+"""The RL-trained op-level baseline: a small torch policy over :mod:`dreamer_gym.envs.oplevel`'s ops.
+
+Not an LLM: in the spirit of memory managers trained with RL to insert, update and delete (Mem-alpha,
+Memory-R1), the policy picks one op per entry (drop, keep, merge, abstract) from the entry's features and
+the region's mean features; the rules write the text. Training is group-relative REINFORCE, in one file:
+each step resets ``regions_per_step`` training regions, samples ``group_size`` op assignments per region
+(the group shares its reset: same region, same evaluation episodes), commits each through the env, and
+weights each assignment's log-probability by its reward's z-score within the group (GRPO's advantage, no
+ratio or clip: one update per batch). ``dreamer-gym train --algo oplevel --config F`` runs it.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Self
+
+import gymnasium as gym
+import numpy as np
+import torch
+import yaml
+from torch import nn
+from tqdm.auto import tqdm
+
+from dreamer_gym.envs.oplevel import OPS, OpLevelWrapper
+from dreamer_gym.envs.wrappers import ENTRY_FEATURES
+from dreamer_gym.errors import ConfigError
+
+CHECKPOINT_FILE = "policy.pt"
+
+
+@dataclass(frozen=True)
+class RegionRunConfig:
+    """What every op-level run names: the id, its overrides, the training regions, the seed and the output."""
+
+    env_id: str = "MemoryConsolidation-ScienceWorld-v0"
+    env_overrides: dict[str, Any] = field(default_factory=dict)
+    region_seeds: tuple[int, ...] = tuple(range(24))  # the training regions: resets of env_id with these seeds
+    seed: int = 0
+    output_dir: str = "runs/oplevel"
+
+    def __post_init__(self) -> None:
+        if not self.region_seeds:
+            raise ConfigError(f"{type(self).__name__}.region_seeds is empty; list the reset seeds of the training regions")
+        object.__setattr__(self, "region_seeds", tuple(int(s) for s in self.region_seeds))
+
+    @classmethod
+    def load(cls, path: str | Path, **overrides: Any) -> Self:
+        """The YAML file's fields, with the non-None ``overrides`` on top; unknown fields are an error."""
+        data = yaml.safe_load(Path(path).read_text()) or {}
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"{path}: unknown {cls.__name__} field(s) {unknown}; known: {sorted(known)}")
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "region_seeds": list(self.region_seeds)}
+
+
+@dataclass(frozen=True)
+class OpLevelConfig(RegionRunConfig):
+    """One op-level run; YAML files in ``baselines/configs/oplevel-*.yaml`` hold these fields."""
+
+    steps: int = 12
+    regions_per_step: int = 4
+    group_size: int = 8
+    hidden: int = 64
+    lr: float = 3e-3
+    entropy_coef: float = 0.01
+    max_entries: int = 50
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("steps", "regions_per_step", "hidden", "max_entries"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"OpLevelConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if self.group_size < 2:
+            raise ConfigError(f"OpLevelConfig.group_size must be >= 2 (advantages are relative), got {self.group_size}")
+
+
+class OpPolicy(nn.Module):
+    """Per-entry logits over the ops from ``[log1p(features), mean log1p(features) over the region]``."""
+
+    def __init__(self, n_features: int = len(ENTRY_FEATURES), hidden: int = 64) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(2 * n_features, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
+                                 nn.Linear(hidden, len(OPS)))
+
+    def forward(self, features: torch.Tensor, mask: torch.Tensor, n_entries: int) -> torch.Tensor:
+        """Masked logits ``(max_entries, len(OPS))``; ``features`` ``(max_entries, n_features)``."""
+        x = torch.log1p(features)
+        context = x[:n_entries].mean(0, keepdim=True) if n_entries else torch.zeros_like(x[:1])
+        logits = self.net(torch.cat([x, context.expand_as(x)], dim=-1))
+        return logits.masked_fill(~mask, -1e9)
+
+    def distribution(self, features: np.ndarray, mask: np.ndarray, n_entries: int) -> torch.distributions.Categorical:
+        logits = self(torch.as_tensor(features), torch.as_tensor(mask), n_entries)
+        return torch.distributions.Categorical(logits=logits[:n_entries])
+
+    @torch.no_grad()
+    def act(self, features: np.ndarray, mask: np.ndarray, n_entries: int, max_entries: int,
+            greedy: bool = True, generator: torch.Generator | None = None) -> np.ndarray:
+        """One op per row (padding: drop); greedy = the most likely op."""
+        dist = self.distribution(features, mask, n_entries)
+        ops = dist.probs.argmax(-1) if greedy else torch.multinomial(dist.probs, 1, generator=generator).squeeze(-1)
+        action = np.zeros(max_entries, dtype=np.int64)
+        action[:n_entries] = ops.numpy()
+        return action
+
+
+def save_policy(policy: OpPolicy, config: OpLevelConfig, step: int, path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    torch.save({"state_dict": policy.state_dict(), "config": config.to_dict(), "step": step}, path / CHECKPOINT_FILE)
+    return path
+
+
+def load_policy(checkpoint: str | Path) -> tuple[OpPolicy, OpLevelConfig]:
+    """A ``checkpoint-STEP`` folder (or its ``policy.pt``) written by the op-level trainer."""
+    path = Path(checkpoint)
+    path = path / CHECKPOINT_FILE if path.is_dir() else path
+    if not path.is_file():
+        raise ConfigError(f"{checkpoint} is not an op-level checkpoint (no {CHECKPOINT_FILE}); pass a checkpoint-STEP "
+                          "folder written by `dreamer-gym train --algo oplevel`")
+    state = torch.load(path, map_location="cpu", weights_only=False)
+    config = OpLevelConfig(**state["config"])
+    policy = OpPolicy(hidden=config.hidden)
+    policy.load_state_dict(state["state_dict"])
+    return policy.eval(), config
+
+
+def group_advantages(rewards: np.ndarray) -> np.ndarray:
+    """Rewards as z-scores within their group; all zero where the group's rewards are equal."""
+    std = rewards.std()
+    return np.zeros_like(rewards) if std < 1e-9 else (rewards - rewards.mean()) / std
+
+
+class OpLevelTrainer:
+    """Group-relative REINFORCE on :class:`OpLevelWrapper` (see the module docstring)."""
+
+    def __init__(self, config: OpLevelConfig, env: gym.Env | None = None) -> None:
+        self.config = config
+        torch.manual_seed(config.seed)
+        self.rng = np.random.default_rng(config.seed)
+        self.generator = torch.Generator().manual_seed(config.seed)
+        self.env = env or OpLevelWrapper(gym.make(config.env_id, **config.env_overrides), max_entries=config.max_entries)
+        self.policy = OpPolicy(hidden=config.hidden)
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr)
+        self.out = Path(config.output_dir)
+
+    def rollout_group(self, seed: int) -> dict[str, Any]:
+        """``group_size`` sampled op assignments on the region of reset ``seed``, each committed."""
+        features, info = self.env.reset(seed=seed)
+        mask, n = info["action_mask"], info["n_entries"]
+        kinds = [e["kind"] for e in info["region"][: self.config.max_entries]]
+        actions, rewards, scores_changed, ops_by_kind = [], [], [], {}
+        for _ in range(self.config.group_size):
+            action = self.policy.act(features, mask, n, self.config.max_entries, greedy=False, generator=self.generator)
+            self.env.reset(seed=seed)
+            _, reward, _, _, step_info = self.env.step(action)
+            actions.append(action)
+            rewards.append(float(reward))
+            scores_changed.append(step_info["score_after"] != step_info["score_before"])
+            for kind, op in zip(kinds, action[:n].tolist()):
+                ops_by_kind.setdefault(kind, {}).setdefault(OPS[op], 0)
+                ops_by_kind[kind][OPS[op]] += 1
+        return {"features": features, "mask": mask, "n": n, "actions": actions, "rewards": np.array(rewards),
+                "score_changed": float(np.mean(scores_changed)), "ops_by_kind": ops_by_kind, "family": info["family"]}
+
+    def update(self, groups: list[dict[str, Any]]) -> dict[str, float]:
+        losses, entropies = [], []
+        for group in groups:
+            advantages = group_advantages(group["rewards"])
+            dist = self.policy.distribution(group["features"], group["mask"], group["n"])
+            for action, advantage in zip(group["actions"], advantages):
+                log_prob = dist.log_prob(torch.as_tensor(action[: group["n"]])).sum()
+                losses.append(-float(advantage) * log_prob / max(group["n"], 1))
+            entropies.append(dist.entropy().mean())
+        entropy = torch.stack(entropies).mean()
+        loss = torch.stack(losses).mean() - self.config.entropy_coef * entropy
+        self.optimizer.zero_grad()
+        loss.backward()
+        grad_norm = float(nn.utils.clip_grad_norm_(self.policy.parameters(), 1.0))
+        self.optimizer.step()
+        return {"loss": float(loss.detach()), "entropy": float(entropy.detach()), "grad_norm": grad_norm}
+
+    def train(self, progress: bool = True) -> list[dict[str, Any]]:
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "config.yaml").write_text(yaml.safe_dump(self.config.to_dict(), sort_keys=False))
+        records = []
+        log = (self.out / "log.jsonl").open("a")
+        try:
+            for step in tqdm(range(1, self.config.steps + 1), desc="op-level", disable=not progress):
+                start = time.perf_counter()
+                seeds = self.rng.choice(self.config.region_seeds, size=self.config.regions_per_step, replace=False)
+                groups = [self.rollout_group(int(s)) for s in seeds]
+                played = time.perf_counter() - start
+                stats = self.update(groups)
+                rewards = np.concatenate([g["rewards"] for g in groups])
+                ops: dict[str, dict[str, int]] = {}
+                for g in groups:
+                    for kind, counts in g["ops_by_kind"].items():
+                        for op, n in counts.items():
+                            ops.setdefault(kind, {}).setdefault(op, 0)
+                            ops[kind][op] += n
+                record = {"step": step, "reward": float(rewards.mean()), "reward_max": float(rewards.max()),
+                          "score_changed": float(np.mean([g["score_changed"] for g in groups])),
+                          "regions": [int(s) for s in seeds], "families": [g["family"] for g in groups],
+                          "entries": int(sum(g["n"] for g in groups)),
+                          "ops_by_kind": ops, "seconds_play": played,
+                          "seconds_update": time.perf_counter() - start - played, **stats}
+                log.write(json.dumps(record) + "\n")
+                log.flush()
+                records.append(record)
+                save_policy(self.policy, self.config, step, self.out / f"checkpoint-{step}")
+        finally:
+            log.close()
+        return records
+
+    def close(self) -> None:
+        self.env.close()

@@ -1,0 +1,65 @@
+"""The op-level baseline and Stable-Baselines3 on the real env: real updates change the policy, a
+checkpoint plays the same greedy ops as a consolidator, and MaskablePPO trains through the wrapper as is."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import dreamer_gym  # noqa: F401
+from dreamer_gym.consolidators import make_consolidator, run_episode
+from dreamer_gym.envs.oplevel import OpLevelWrapper
+from dreamer_gym.training.oplevel import OpLevelConfig, OpLevelTrainer, group_advantages, load_policy
+
+from helpers import make_env
+
+pytestmark = pytest.mark.jvm
+ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
+
+
+def test_group_advantages_are_zero_for_a_flat_group_and_z_scores_otherwise() -> None:
+    assert group_advantages(np.array([0.1, 0.1, 0.1])).tolist() == [0.0, 0.0, 0.0]
+    adv = group_advantages(np.array([0.0, 1.0]))
+    assert adv.tolist() == [-1.0, 1.0]
+
+
+def test_oplevel_step_changes_the_policy_and_its_checkpoint_plays_as_a_consolidator(tmp_path: Path) -> None:
+    config = OpLevelConfig(steps=1, regions_per_step=1, group_size=3, region_seeds=(0,), output_dir=str(tmp_path), seed=1)
+    env = OpLevelWrapper(make_env(ENV_ID, eval_in_family=1, eval_other=0))
+    trainer = OpLevelTrainer(config, env=env)
+    before = [p.detach().clone() for p in trainer.policy.parameters()]
+    (record,) = trainer.train(progress=False)
+    after = list(trainer.policy.parameters())
+    assert np.isfinite(record["loss"]) and record["families"] == ["grow-plant"]
+    assert sum(sum(c.values()) for c in record["ops_by_kind"].values()) == 3 * record["entries"]
+    if record["reward_max"] > record["reward"] + 1e-9:  # rewards differ in the group: a real gradient
+        assert any(not torch.equal(a, b) for a, b in zip(before, after))
+    policy, loaded = load_policy(tmp_path / "checkpoint-1")
+    assert loaded == config
+    consolidator = make_consolidator(f"oplevel:{tmp_path / 'checkpoint-1'}")
+    _, info = env.reset(seed=0)
+    features, mask = env.reset(seed=0)[0], info["action_mask"]
+    greedy = trainer.policy.act(features, mask, info["n_entries"], 50)[: info["n_entries"]].tolist()
+    assert consolidator.ops(info) == greedy
+    final = run_episode(env.env, consolidator, seed=0)
+    assert final["last_error"] is None and final["invalid_calls"] == 0
+    trainer.close()
+
+
+def test_maskable_ppo_trains_on_the_op_level_wrapper_unchanged() -> None:
+    from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.wrappers import ActionMasker  # noqa: F401 - the wrapper exposes action_masks() itself
+
+    env = OpLevelWrapper(make_env(ENV_ID, eval_in_family=1, eval_other=0))
+    model = MaskablePPO("MlpPolicy", env, n_steps=4, batch_size=4, n_epochs=1, seed=0, device="cpu",
+                        policy_kwargs={"net_arch": [32]})
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    model.learn(total_timesteps=8)
+    assert model.num_timesteps == 8
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.policy.parameters()))
+    obs, info = env.reset(seed=3)
+    action, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)
+    assert env.action_masks().reshape(50, -1)[np.arange(50), action].all()  # never a masked op
+    env.close()
