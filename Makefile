@@ -4,9 +4,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
-EXTRAS ?= scienceworld,alfworld,web,llm,vllm,sb3,dev
+EXTRAS ?= scienceworld,alfworld,web,llm,vllm,sb3,leaderboard,dev
 
-.PHONY: setup java browser demo test validity bench pool clean
+.PHONY: setup java browser demo test validity bench pool board clean
 
 setup: java browser $(VENV)/.installed
 
@@ -67,6 +67,18 @@ bench: setup
 pool: setup
 	$(BIN)/dreamer-gym acquire --seeds 0 1 2 3 4 5 --gold-variations 20 --eval-variations 10 --out runs/scienceworld-v0.json.gz
 	$(BIN)/dreamer-gym acquire --held-out --seeds 100 101 102 --gold-variations 20 --eval-variations 20 --out runs/scienceworld-heldout-v0.json.gz
+
+# The leaderboards' baseline rows from real runs (docs/leaderboard.md): each baseline is submitted (its committed
+# banks), validated (re-scored in a fresh evaluation cache) and the boards rendered. ~1.5 min a row on the
+# scienceworld track here.
+BOARD_TRACKS    ?= scienceworld
+BOARD_BASELINES ?= empty oracle keep-all dedupe blind random consensus
+board: setup
+	@for c in $(BOARD_BASELINES); do \
+	  $(BIN)/dreamer-gym leaderboard submit --consolidator $$c --track $(BOARD_TRACKS) --quiet || exit 1; \
+	  $(BIN)/dreamer-gym leaderboard validate leaderboards/submissions/$$c.json --quiet || exit 1; \
+	done
+	$(BIN)/dreamer-gym leaderboard render
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .benchmarks

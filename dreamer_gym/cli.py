@@ -508,6 +508,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_arguments(p)
     p.set_defaults(func=run_server)
 
+    from dreamer_gym.leaderboard.cli import add_parser as add_leaderboard_parser
+
+    add_leaderboard_parser(sub)
+
     p = sub.add_parser("power", help="the reward's noise and the commits a GRPO group needs (registered id as is)")
     p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0")
     p.add_argument("--families", default="", help="comma-separated families (default: every family of the pool)")

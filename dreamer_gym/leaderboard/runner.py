@@ -36,6 +36,10 @@ class TrackResult:
     reference: bool
     records: list[dict[str, Any]]
     summary: dict[str, Any] = field(default_factory=dict)
+    # what the consolidator committed per region, in the order of ``records``: the bank, family and reset
+    # seed of the region, the new region (entry dicts with provenance) and the tool calls it took; a
+    # leaderboard submission is made of these (dreamer_gym/leaderboard/submission.py)
+    commits: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -79,17 +83,22 @@ def run_track(track: Track, consolidator: Consolidator, *, name: str | None = No
     config = track.config(**free)
     check_frozen(config, kwargs, freeze_budgets=True, what=f"track {track.name!r}")
     reward_service = make_reward_service(service, config, withhold=True)
+    commits: list[dict[str, Any]] = []
     try:
         env = ConsolidationEnv(**kwargs, reward_service=reward_service)
         try:
             for i, (bank, family) in enumerate(tqdm(track.regions(), desc=f"track {track.name}", disable=not progress)):
-                run_episode(env, consolidator, seed=track.seed + i, options={"bank": bank, "family": family})
+                info = run_episode(env, consolidator, seed=track.seed + i, options={"bank": bank, "family": family})
+                commits.append({"bank": bank, "family": family, "seed": track.seed + i, "emitted": info["emitted"],
+                                "tool_calls": config.max_tool_calls - int(info["tool_calls_left"]),
+                                "invalid_calls": int(info["invalid_calls"])})
         finally:
             env.close()
         ledger = reward_service.finish()
     finally:
         reward_service.close()
-    return TrackResult(track.name, track.protocol_version, label, label in REFERENCES, ledger, summarise(ledger))
+    return TrackResult(track.name, track.protocol_version, label, label in REFERENCES, ledger, summarise(ledger),
+                       commits)
 
 
 def run_transfer(track: TransferTrack, consolidator: Consolidator, *, name: str | None = None,

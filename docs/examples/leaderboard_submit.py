@@ -1,0 +1,43 @@
+"""A leaderboard submission end to end, in small: run a consolidator on a track, write the submission (its
+committed banks, not a score), then validate it as the board does (checks, then a re-score), and render.
+
+The real commands: `dreamer-gym leaderboard submit --consolidator NAME --track scienceworld`, then
+`dreamer-gym leaderboard validate leaderboards/submissions/NAME.json` (docs/leaderboard.md). Here the
+shipped `scienceworld` track is cut to one family and two banks so the example runs in seconds.
+
+Run: python docs/examples/leaderboard_submit.py   (a test runs this file)
+"""
+import copy
+import json
+import tempfile
+from pathlib import Path
+
+from dreamer_gym.consolidators import make_consolidator
+from dreamer_gym.leaderboard import Track, load_track, run_track
+from dreamer_gym.leaderboard.render import render
+from dreamer_gym.leaderboard.submission import SubmissionError, build_submission, consolidator_block, dumps
+from dreamer_gym.leaderboard.validate import validate
+
+small = Track(**{**load_track("scienceworld").__dict__, "name": "scienceworld-small",
+                 "families": ("lifespan-longest-lived",), "banks": (0, 1), "eval_in_family": 2, "eval_other": 1})
+tracks = {small.name: small}  # the board knows the shipped tracks; this one is added for the example
+
+result = run_track(small, make_consolidator("dedupe"), progress=False)
+submission = json.loads(dumps(build_submission(consolidator_block("dedupe", kind="fixed"), [(small, result)])))
+print("claimed score:", submission["tracks"][0]["claimed"]["score"])
+
+[record] = validate(copy.deepcopy(submission), extra_tracks=tracks, progress=False)
+print("re-scored:", record["summary"]["score"], "tier:", record["tier"])
+
+tampered = copy.deepcopy(submission)
+tampered["tracks"][0]["regions"][0]["claimed"]["score_after"] += 5.0
+try:
+    validate(tampered, extra_tracks=tracks, progress=False)
+except SubmissionError as exc:
+    print("rejected:", exc)
+
+with tempfile.TemporaryDirectory() as out:
+    (Path(out) / "results" / small.name).mkdir(parents=True)
+    (Path(out) / "results" / small.name / "dedupe.json").write_text(dumps(record))
+    readme, page = render(Path(out) / "results", Path(out))
+    print(readme.read_text().split("### Track")[1][:400])

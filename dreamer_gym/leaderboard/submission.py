@@ -1,0 +1,114 @@
+"""Leaderboard submissions as data: what a consolidator committed on a track, not what it says it scored.
+
+A submission (schema ``dreamer_gym/data/leaderboard/submission-v1.schema.json``) holds, per track and
+region, the new region the consolidator committed (entries with provenance), its tool-call counts and the
+scores it claims. The board never trusts the claims: :mod:`dreamer_gym.leaderboard.validate` checks the
+data and re-scores every region. :func:`build_submission` writes one from a track run.
+"""
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import fields
+from importlib import metadata, resources
+from pathlib import Path
+from typing import Any
+
+from dreamer_gym.errors import DreamerGymError
+from dreamer_gym.leaderboard.runner import TrackResult
+from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION, Track
+
+SCHEMA_VERSION = 1
+KINDS = ("contender", "fixed", "reference")
+# the versions a submission records: the simulators and learning stack that could change a score
+RECORDED_PACKAGES = ("gymnasium", "numpy", "scienceworld", "alfworld", "textworld", "browsergym-core", "torch",
+                     "transformers", "trl", "stable-baselines3", "sb3-contrib", "vllm")
+
+
+class SubmissionError(DreamerGymError, ValueError):
+    """A submission is rejected; the message names the field (as a JSON path) and what was expected."""
+
+
+def schema() -> dict[str, Any]:
+    path = resources.files("dreamer_gym") / "data" / "leaderboard" / f"submission-v{SCHEMA_VERSION}.schema.json"
+    return json.loads(path.read_text())
+
+
+def frozen_fields(track: Track) -> dict[str, Any]:
+    """Every field that defines the track's measurement (all but its prose description), JSON-shaped."""
+    out: dict[str, Any] = {}
+    for f in fields(track):
+        if f.name == "description":
+            continue
+        value = getattr(track, f.name)
+        out[f.name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for name in RECORDED_PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def consolidator_block(name: str, *, kind: str, link: str = "", config: dict[str, Any] | None = None,
+                       trained_on: list[str] | None = None, llm: dict[str, str] | None = None) -> dict[str, Any]:
+    if kind not in KINDS:
+        raise SubmissionError(f"`consolidator.kind` must be one of {list(KINDS)}, got {kind!r}")
+    block: dict[str, Any] = {"name": name, "link": link, "config": dict(config or {}),
+                             "trained_on": list(trained_on or []), "kind": kind}
+    if llm is not None:
+        block["llm"] = dict(llm)
+    return block
+
+
+def track_block(track: Track, result: TrackResult) -> dict[str, Any]:
+    """One track's part of a submission, from a :func:`~dreamer_gym.leaderboard.run_track` result."""
+    if len(result.commits) != len(result.records):
+        raise SubmissionError(f"track {track.name!r}: {len(result.commits)} commits but {len(result.records)} scored "
+                              "regions; run the track with dreamer_gym.leaderboard.run_track")
+    regions = []
+    for commit, record in zip(result.commits, result.records):
+        regions.append({
+            **{k: commit[k] for k in ("bank", "family", "seed", "emitted", "tool_calls", "invalid_calls")},
+            "claimed": {"reward": record["reward"], "score_before": record["score_before"],
+                        "score_after": record["score_after"], "tokens_after": record["size_after"]["tokens"]},
+        })
+    return {"track": track.name, "protocol_version": track.protocol_version, "frozen": frozen_fields(track),
+            "regions": regions, "claimed": {"score": result.summary["score"]}}
+
+
+def build_submission(consolidator: dict[str, Any], tracks: list[tuple[Track, TrackResult]]) -> dict[str, Any]:
+    """A submission of ``consolidator`` (see :func:`consolidator_block`) on each ``(track, result)``."""
+    import dreamer_gym
+
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "consolidator": consolidator,
+        "versions": {"package": dreamer_gym.__version__, "protocol": PROTOCOL_VERSION,
+                     "python": platform.python_version(), "packages": package_versions()},
+        "tracks": [track_block(track, result) for track, result in tracks],
+    }
+
+
+def dumps(data: dict[str, Any]) -> str:
+    """The canonical text of a submission or a results file: sorted keys, so equal data is equal bytes."""
+    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def load_submission(path: str | Path) -> dict[str, Any]:
+    """Parse ``path``; a file that is not JSON is a :class:`SubmissionError` naming the line."""
+    path = Path(path)
+    if not path.exists():
+        raise SubmissionError(f"no submission file {str(path)!r}")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise SubmissionError(f"{path}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from exc
+    if not isinstance(data, dict):
+        raise SubmissionError(f"{path}: a submission is a JSON object, got {type(data).__name__}")
+    return data

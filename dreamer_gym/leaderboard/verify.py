@@ -1,0 +1,119 @@
+"""The verified tier: the board runs the consolidator itself, on banks nobody could have tuned against.
+
+Re-scoring proves a submission's banks score what it claims; it does not prove they were written without
+looking at TEST: the simulator, the evaluator and the held-out pool ship with the package. :func:`verify`
+closes that: it draws bank seeds *now* (from the OS's entropy, recorded), acquires a fresh pool of the
+track's families on them with real acquisition, writes a verification track that differs from the shipped
+one only in its pool, runs the installed consolidator (a registered name or an entry point) **in another
+process** through ``dreamer-gym leaderboard submit``, and validates what comes back like any submission
+(checks and re-score). The results file says ``tier: verified`` and records the seeds and the pool's hash.
+
+Only held-out tracks are verified this way (their pool is a held-out pool by definition); a track scored on
+its training id's pool holds out the suite, not the banks.
+"""
+from __future__ import annotations
+
+import secrets
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dreamer_gym.errors import ConfigError
+from dreamer_gym.leaderboard.submission import SubmissionError, frozen_fields, load_submission
+from dreamer_gym.leaderboard.tracks import Track
+from dreamer_gym.leaderboard.validate import check_data, compare_claims, rescore, results_record
+
+# fresh bank seeds come from here: far from the seeds any shipped pool was acquired on (0-5, 100-102)
+SEED_LOW, SEED_HIGH = 10_000, 2**31 - 1
+
+
+def draw_seeds(n: int) -> list[int]:
+    """``n`` distinct bank seeds from the OS's entropy (not from any seed a submitter could know)."""
+    seeds: set[int] = set()
+    while len(seeds) < n:
+        seeds.add(SEED_LOW + secrets.randbelow(SEED_HIGH - SEED_LOW))
+    return sorted(seeds)
+
+
+def acquire_pool(track: Track, seeds: list[int], out: Path, *, eval_variations: int = 20, gold_variations: int = 20,
+                 progress: bool = False) -> tuple[Path, str]:
+    """A fresh pool of the track's families on ``seeds`` (real acquisition on the track's suite)."""
+    from dreamer_gym.pool import build_pool
+    from dreamer_gym.suites import get_suite_spec
+
+    spec = get_suite_spec(track.config().suite)
+    suite = spec.make()
+    try:
+        pool = build_pool(suite, track.families, tuple(seeds), eval_variations, gold_variations, progress=progress)
+    finally:
+        suite.close()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pool.save(out)
+    return out, pool.hash
+
+
+def verification_track(track: Track, pool: Path, pool_hash: str) -> Track:
+    """The shipped track with the fresh pool: the same families, banks, episodes, budgets and seed."""
+    if not track.held_out:
+        raise ConfigError(f"track {track.name!r} is scored on its training id's pool; only held-out tracks have a "
+                          "verified tier (docs/leaderboard.md)")
+    return replace(track, pool=str(pool), pool_hash=pool_hash)
+
+
+def write_track(track: Track, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump({**frozen_fields(track), "description": track.description}, sort_keys=True))
+    return path
+
+
+def run_submit(consolidator: str, track_file: Path, out: Path, *, kind: str | None = None,
+               trained_on: list[str] | None = None, timeout_s: float = 3600.0) -> Path:
+    """``dreamer-gym leaderboard submit`` in a child process (the consolidator never shares the board's)."""
+    cmd = [sys.executable, "-m", "dreamer_gym.cli", "leaderboard", "submit", "--consolidator", consolidator,
+           "--track", str(track_file), "--out", str(out), "--quiet"]
+    if kind:
+        cmd += ["--kind", kind]
+    if trained_on:
+        cmd += ["--trained-on", *trained_on]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    if done.returncode != 0:
+        raise SubmissionError(f"the consolidator {consolidator!r} failed in its process (exit {done.returncode}): "
+                              f"{done.stderr.strip()[-2000:]}")
+    return out
+
+
+def verify(track: Track, consolidator: str, work_dir: Path, *, seeds: list[int] | None = None,
+           kind: str | None = None, trained_on: list[str] | None = None, eval_variations: int = 20,
+           gold_variations: int = 20, progress: bool = False, timings: dict[str, float] | None = None,
+           **free: Any) -> dict[str, Any]:
+    """Run ``consolidator`` on fresh banks of ``track`` out of process, check and re-score; a results record
+    of tier ``verified``. ``seeds`` default to :func:`draw_seeds` (one per bank of the track)."""
+    source = "given (a re-run of an earlier verification)" if seeds is not None else "drawn at verification (OS entropy)"
+    seeds = sorted(seeds) if seeds is not None else draw_seeds(len(track.banks))
+    if len(seeds) != len(track.banks):
+        raise ConfigError(f"track {track.name!r} has {len(track.banks)} banks; got {len(seeds)} seeds")
+    timings = {} if timings is None else timings
+    clock = time.perf_counter()
+    pool_path, pool_hash = acquire_pool(track, seeds, work_dir / "pool.json.gz", eval_variations=eval_variations,
+                                        gold_variations=gold_variations, progress=progress)
+    timings["acquire_s"] = time.perf_counter() - clock
+    fresh = verification_track(track, pool_path.resolve(), pool_hash)
+    track_file = write_track(fresh, work_dir / f"{track.name}.yaml")
+    clock = time.perf_counter()
+    submission_file = run_submit(consolidator, track_file, work_dir / "submission.json", kind=kind,
+                                 trained_on=trained_on)
+    timings["consolidator_s"] = time.perf_counter() - clock  # its own process: start, run, its scoring service
+    clock = time.perf_counter()
+    data = load_submission(submission_file)
+    [checked] = check_data(data, {track.name: fresh})
+    records = rescore(fresh, checked.block, progress=progress, **free)
+    compare_claims(0, checked.block, records)
+    timings["checks_and_rescore_s"] = time.perf_counter() - clock
+    verification = {"bank_seeds": seeds, "pool_hash": pool_hash, "eval_variations": eval_variations,
+                    "gold_variations": gold_variations, "seed_source": source}
+    return results_record(data, fresh, records, "verified", verification)

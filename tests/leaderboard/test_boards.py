@@ -1,0 +1,118 @@
+"""Aggregates (normalisation, IQM, stratified bootstrap, probability of improvement) and the rendered boards,
+the HTML page opened in the Debian Chromium the project uses."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_submissions import TRACKS
+
+from dreamer_gym.consolidators import make_consolidator
+from dreamer_gym.leaderboard import run_track
+from dreamer_gym.leaderboard.aggregate import (
+    FLAT_POINTS,
+    Normaliser,
+    aggregate,
+    iqm,
+    probability_of_improvement,
+    stratified_bootstrap,
+)
+from dreamer_gym.leaderboard.render import README_END, README_START, build_board, render
+from dreamer_gym.leaderboard.submission import build_submission, consolidator_block, dumps
+from dreamer_gym.leaderboard.validate import results_record
+
+
+def _result(name: str, scores: dict[tuple[int, str], float], kind: str = "contender") -> dict:
+    """A results file's shape with one in-family episode per region (for the arithmetic only)."""
+    records = [{"bank_index": b, "family": f, "reward": 0.0, "score_before": 0.0, "score_after": s,
+                "size_after": {"tokens": 10}, "size_before": {"tokens": 20}, "episode_errors": [],
+                "episodes": [{"in_family": True, "after": s, "before": 0.0}]} for (b, f), s in scores.items()]
+    return {"consolidator": {"name": name, "kind": kind, "config": {"consolidator": name}, "trained_on": []},
+            "tier": "re-scored", "protocol_version": 2, "records": records,
+            "summary": {"score": float(np.mean(list(scores.values()))), "tokens_after": 10.0}}
+
+
+def test_a_family_where_the_oracle_is_flat_is_flagged_not_divided() -> None:
+    empty = _result("empty", {(0, "a"): 10, (1, "a"): 10, (0, "b"): 30, (1, "b"): 30})
+    oracle = _result("oracle", {(0, "a"): 60, (1, "a"): 50, (0, "b"): 31, (1, "b"): 32})
+    norm = Normaliser.from_results(empty, oracle)
+    assert norm.flagged == ("b",) and norm.families == ("a",) and 32 - 30 < FLAT_POINTS
+    mine = _result("mine", {(0, "a"): 35, (1, "a"): 20, (0, "b"): 90, (1, "b"): 0})
+    matrix, banks = norm.matrix(mine)
+    assert banks == (0, 1) and matrix.shape == (2, 1)
+    assert np.allclose(matrix[:, 0], [(35 - 10) / 45, (20 - 10) / 45])
+    assert norm.per_family(mine) == {"a": pytest.approx((27.5 - 10) / 45), "b": None}
+
+
+def test_iqm_bootstrap_and_probability_of_improvement_follow_their_definitions() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 1, size=(5, 4))
+    assert iqm(x) == pytest.approx(np.mean(np.sort(x.ravel())[5:15]))
+    assert probability_of_improvement(x, x) == pytest.approx(0.5)
+    assert probability_of_improvement(x + 2, x) == 1.0 and probability_of_improvement(x, x + 2) == 0.0
+    lo, hi = stratified_bootstrap(iqm, x)
+    assert lo <= iqm(x) <= hi and (lo, hi) == stratified_bootstrap(iqm, x)  # seeded: the same CI every time
+    out = aggregate(x, x - 0.1)
+    assert out["p_improvement"] > 0.5 and out["mean_ci"][0] <= out["mean"] <= out["mean_ci"][1]
+
+
+@pytest.fixture(scope="module")
+def results_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Results files of empty, oracle, keep-all and dedupe on the tiny track, from real runs."""
+    out = tmp_path_factory.mktemp("results")
+    track = TRACKS["tiny"]
+    for name, kind in (("empty", "fixed"), ("oracle", "reference"), ("keep-all", "fixed"), ("dedupe", "fixed")):
+        result = run_track(track, make_consolidator(name), progress=False)
+        data = build_submission(consolidator_block(name, kind=kind, config={"consolidator": name}), [(track, result)])
+        record = results_record(json.loads(dumps(data)), track, result.records, "re-scored")
+        (out / "tiny").mkdir(exist_ok=True)
+        (out / "tiny" / f"{name}.json").write_text(dumps(record))
+    return out
+
+
+@pytest.mark.jvm
+def test_the_board_ranks_contenders_and_lists_references_apart(results_dir: Path) -> None:
+    results = [json.loads(p.read_text()) for p in sorted((results_dir / "tiny").glob("*.json"))]
+    board = build_board("tiny", results)
+    assert board.normalised and board.baseline in ("dedupe", "keep-all", "empty")
+    ranked = [r.name for r in board.rows if r.ranked]
+    assert "oracle" not in ranked and board.rows[-1].name == "oracle"
+    empty = next(r for r in board.rows if r.name == "empty")
+    assert empty.aggregates["mean"] == pytest.approx(0.0)
+    oracle = next(r for r in board.rows if r.name == "oracle")
+    assert oracle.aggregates["mean"] == pytest.approx(1.0) and oracle.note.startswith("reference")
+
+
+@pytest.mark.jvm
+@pytest.mark.browser
+def test_the_rendered_page_shows_tables_plot_and_families_in_chromium(results_dir: Path, tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from dreamer_gym.suites.web.chromium import DEFAULT_CHROMIUM, check_chromium
+
+    (tmp_path / "README.md").write_text(f"# Boards\n\nintro\n\n{README_START}\nold\n{README_END}\n\nafter\n")
+    readme, page_path = render(results_dir, tmp_path)
+    text = readme.read_text()
+    assert "intro" in text and "after" in text and "old" not in text
+    assert "### Track `tiny`" in text and "| 1 | " in text and "oracle" in text
+    check_chromium()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=DEFAULT_CHROMIUM, headless=True, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(page_path.resolve().as_uri())
+            assert page.title() == "dreamer_gym leaderboards"
+            ranking = page.locator("#track-tiny table.ranking tbody tr")
+            assert ranking.count() == 4
+            names = [ranking.nth(i).locator("td").nth(1).inner_text() for i in range(4)]
+            assert names[-1] == "oracle" and set(names) == {"empty", "oracle", "keep-all", "dedupe"}
+            assert page.locator("#track-tiny .plot svg").count() == 1
+            assert page.locator("#track-tiny .plot svg text", has_text="bank tokens").count() >= 1
+            families = page.locator("#track-tiny table.per-family thead th")
+            assert families.nth(1).inner_text().startswith("lifespan-longest-lived")
+            box = page.locator("#track-tiny .plot svg").bounding_box()
+            assert box is not None and box["width"] > 300 and box["height"] > 200
+        finally:
+            browser.close()
