@@ -143,10 +143,10 @@ def build_board(track: str, all_results: Sequence[dict[str, Any]]) -> Board:
                  normaliser.flagged if normaliser else (), baseline, normaliser is not None)
 
 
-def _ci(value: float | None, ci: Sequence[float] | None, digits: int = 2) -> str:
+def _ci(value: float | None, ci: Sequence[float] | None, digits: int = 2, sign: str = "") -> str:
     if value is None:
         return "n/a"
-    return f"{value:.{digits}f}" + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci is not None else "")
+    return f"{value:{sign}.{digits}f}" + (f" [{ci[0]:{sign}.{digits}f}, {ci[1]:{sign}.{digits}f}]" if ci is not None else "")
 
 
 def table_rows(board: Board) -> tuple[list[str], list[list[str]]]:
@@ -162,7 +162,7 @@ def table_rows(board: Board) -> tuple[list[str], list[list[str]]]:
         tier = "re-scored + verified" if row.verified else row.tier
         cells.append([str(rank) if row.ranked else "-", row.name, tier, _ci(a.get("iqm"), a.get("iqm_ci")),
                       _ci(a.get("mean"), a.get("mean_ci")), _ci(a.get("p_improvement"), a.get("p_improvement_ci")),
-                      _ci(row.score, row.score_ci, 4), f"{row.in_family:.1f}", f"{row.tokens:.0f}", row.note])
+                      _ci(row.score, row.score_ci, 4, "+"), f"{row.in_family:.1f}", f"{row.tokens:.0f}", row.note])
     return header, cells
 
 
@@ -181,6 +181,34 @@ def family_rows(board: Board) -> tuple[list[str], list[list[str]]]:
         if row.per_family:
             cells.append([row.name, *("flat" if row.per_family.get(f) is None else f"{row.per_family[f]:.2f}"
                                       for f in board.families)])
+    return header, cells
+
+
+def transfer_rows(boards: Sequence[Board]) -> tuple[list[str], list[list[str]]] | None:
+    """The transfer track: per consolidator, the mean of its held-out member tracks' scores (the same policy,
+    unchanged, on each); a member without its row is named, and the mean then covers fewer tracks."""
+    from dreamer_gym.leaderboard.tracks import load_track
+
+    transfer = load_track("transfer")
+    held_out = [name for role, name in transfer.members if role == "held out"]  # type: ignore[union-attr]
+    by_track = {b.track: {r.name: r for r in b.rows if not r.stale} for b in boards}
+    present = [t for t in held_out if t in by_track]
+    if not present:
+        return None
+    names = sorted({n for t in present for n in by_track[t]})
+    header = ["consolidator", "transfer score (mean of held-out tracks)", *[f"{t} score" for t in held_out],
+              "bank tokens (mean)", "note"]
+    cells = []
+    for name in names:
+        rows = [by_track[t].get(name) for t in present]
+        got = [r for r in rows if r is not None]
+        missing = [t for t in held_out if t not in by_track or name not in by_track[t]]
+        cells.append([name, f"{np.mean([r.score for r in got]):+.4f}",
+                      *[f"{by_track[t][name].score:+.4f}" if t in by_track and name in by_track[t] else "missing"
+                        for t in held_out],
+                      f"{np.mean([r.tokens for r in got]):.0f}",
+                      "; ".join(filter(None, [got[0].note, f"incomplete: no {missing}" if missing else ""]))])
+    cells.sort(key=lambda c: ("incomplete" in c[-1], "reference" in c[-1], -float(c[1])))
     return header, cells
 
 
@@ -204,6 +232,10 @@ def markdown(boards: Sequence[Board]) -> str:
             parts += ["Per family (normalised: empty 0, oracle 1"
                       + (f"; flagged: oracle within {FLAT_POINTS:g} points of empty, left out of the aggregates"
                          if board.flagged else "") + "):", "", md(*family_rows(board)), ""]
+    transfer = transfer_rows(boards)
+    if transfer is not None:
+        parts += ["### Track `transfer` (train on ScienceWorld, test unchanged on the held-out suites)", "",
+                  md(*transfer), ""]
     parts.append(README_END)
     return "\n".join(parts)
 
@@ -250,6 +282,10 @@ def html_page(boards: Sequence[Board]) -> str:
             + (f'<h3>Verified runs</h3>{table(*verified_rows(board), "verified")}' if board.verified else "") +
             f'<div class="plot">{plot_svg(board)}</div>'
             f'<h3>Per family (normalised: empty 0, oracle 1)</h3>{fam}</section>')
+    transfer = transfer_rows(boards)
+    if transfer is not None:
+        sections.append(f'<section class="board" id="track-transfer"><h2>Track transfer</h2>'
+                        f'{table(*transfer, "transfer")}</section>')
     style = ("body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}"
              "td,th{border:1px solid #ccc;padding:.3em .6em;font-size:.9em}th{background:#f3f3f3}")
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>dreamer_gym leaderboards</title>"

@@ -116,3 +116,39 @@ def test_the_rendered_page_shows_tables_plot_and_families_in_chromium(results_di
             assert box is not None and box["width"] > 300 and box["height"] > 200
         finally:
             browser.close()
+
+
+def test_stale_verified_and_ineligible_rows_are_marked_not_ranked_with_the_rest() -> None:
+    regions = [(b, f) for b in (0, 1, 2) for f in ("a", "b")]
+    empty = _result("empty", {r: 10.0 for r in regions}, "fixed")
+    oracle = _result("oracle", {r: 90.0 for r in regions}, "reference")
+    mine = _result("mine", {r: 40.0 + r[0] for r in regions})
+    for rec in mine["records"]:
+        rec["reward"] = 0.1 + 0.01 * rec["bank_index"]
+    old = {**_result("old", {r: 80.0 for r in regions}), "protocol_version": 1}
+    alien = _result("alien", {r: 85.0 for r in regions})
+    alien["consolidator"]["trained_on"] = ["MemoryConsolidation-MiniWoB-v0"]
+    verified = {**_result("mine", {r: 41.0 for r in regions}), "tier": "verified",
+                "verification": {"bank_seeds": [11, 12, 13], "pool_hash": "pfresh"}}
+    verified["summary"]["score"] = 0.11  # inside mine's CI [0.10, 0.12]
+    board = build_board("miniwob", [empty, oracle, mine, old, alien, verified])
+    rows = {r.name: r for r in board.rows}
+    assert [r.name for r in board.rows if r.ranked] == ["mine", "empty"]
+    assert rows["old"].stale and not rows["old"].ranked and "stale protocol" in rows["old"].note
+    assert not rows["alien"].eligible and "not trained on ScienceWorld alone" in rows["alien"].note
+    assert rows["mine"].verified == {"seeds": [11, 12, 13], "score": 0.11}
+    [run] = board.verified
+    assert run.agrees and run.pool_hash == "pfresh"
+    assert rows["mine"].aggregates["mean"] == pytest.approx(31 / 80)
+
+
+def test_the_committed_boards_are_rendered_from_the_committed_results(tmp_path: Path) -> None:
+    """leaderboards/README.md's boards and index.html are what `render` makes of leaderboards/results/ (no
+    number typed by hand; rerun `dreamer-gym leaderboard render` after adding a results file)."""
+    root = Path(__file__).parent.parent.parent / "leaderboards"
+    if not any((root / "results").glob("*/*.json")):
+        pytest.fail("leaderboards/results/ holds no results files: `make board` makes the baseline rows")
+    (tmp_path / "README.md").write_text((root / "README.md").read_text())
+    render(root / "results", tmp_path)
+    assert (tmp_path / "README.md").read_text() == (root / "README.md").read_text()
+    assert (tmp_path / "index.html").read_text() == (root / "index.html").read_text()
