@@ -4,12 +4,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_submissions import FAMILY
 
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.leaderboard import Track, load_track
 from dreamer_gym.leaderboard.verify import SEED_LOW, draw_seeds, verification_track, verify
-
-from test_submissions import FAMILY
 
 
 def test_seeds_are_fresh_each_time_and_far_from_every_shipped_pool() -> None:
