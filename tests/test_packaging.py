@@ -49,5 +49,10 @@ def test_the_wheel_holds_dreamer_gym_only(tmp_path: Path) -> None:
                            str(tmp_path / "dist"), str(src)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (wheel,) = (tmp_path / "dist").glob("dreamer_gym-*.whl")
-    top = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
+    names = set(zipfile.ZipFile(wheel).namelist())
+    top = {name.split("/")[0] for name in names}
     assert top == {"dreamer_gym", f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.dist-info"}, top
+    # the data the package reads at run time: tracks, the submission schema, the shipped pools
+    for data in ("dreamer_gym/data/tracks/scienceworld.yaml", "dreamer_gym/data/leaderboard/submission-v1.schema.json",
+                 "dreamer_gym/data/scienceworld-heldout-v0.json.gz"):
+        assert data in names, data
