@@ -83,8 +83,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
         data = load_submission(args.file)
+        references = [ref for path in sorted(args.references.glob("*.json")) if path.resolve() != args.file.resolve()
+                      for ref in [load_submission(path)] if ref.get("consolidator", {}).get("kind") == "reference"]
         timings: dict[str, float] = {}
-        results = validate(data, progress=not args.quiet, workers=args.workers, timings=timings,
+        results = validate(data, references=references, progress=not args.quiet, workers=args.workers, timings=timings,
                            **({"store_path": str(args.store)} if args.store else {}))
     except SubmissionError as exc:
         print(f"rejected: {args.file}: {exc}", file=sys.stderr)
@@ -166,6 +168,8 @@ def add_parser(sub: Any) -> None:
     v.add_argument("file", type=Path)
     v.add_argument("--out-dir", type=Path, default=RESULTS_DIR, help="results files go to OUT_DIR/TRACK/NAME.json")
     v.add_argument("--store", type=Path, default=None, help="SQLite evaluation cache (default: none, in memory)")
+    v.add_argument("--references", type=Path, default=SUBMISSIONS_DIR,
+                   help="folder of submissions; those of kind 'reference' are what a contender may not copy")
     v.add_argument("--workers", type=int, default=1)
     v.add_argument("--quiet", action="store_true")
     v.set_defaults(func=cmd_validate)

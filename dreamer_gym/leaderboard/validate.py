@@ -11,7 +11,8 @@ expected:
    gives it;
 4. per region, the new region: kept entries unchanged from the region, new entries whose ids match their
    content, of the region's family, with provenance inside the region (trajectories its entries cite, step
-   ranges inside them), within the budgets (new entries, tokens per entry, tool calls);
+   ranges inside them), within the budgets (new entries, tokens per entry, tool calls); and a contender's
+   new entries are not a privileged reference's (the oracle's banks are public);
 5. the re-score: every region is replayed through the track's own env (its tools check everything again) and
    scored by a fresh withholding reward service on the track's TEST episodes; a claimed reward, score or size
    that the re-score does not reproduce is rejected with both numbers.
@@ -181,6 +182,35 @@ def check_regions(i: int, track: Track, block: dict[str, Any]) -> None:
                                   f"max_emitted={config.max_emitted}")
 
 
+NEAR_COPY = 0.9  # word-set Jaccard at or above which a new entry counts as a reference's text
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.lower().split())
+
+
+def check_not_a_reference_copy(i: int, track: Track, block: dict[str, Any],
+                               references: Sequence[dict[str, Any]]) -> None:
+    """A contender's new entries must not be a reference's (the oracle's banks are public data, and the oracle
+    ships with the package): a region whose every new entry is a reference's text for that region, exactly
+    or within :data:`NEAR_COPY` word overlap, is rejected. Paraphrase gets past this; verification does not."""
+    for ref in references:
+        ref_block = next((b for b in ref["tracks"] if b["track"] == track.name), None)
+        if ref_block is None:
+            continue
+        ref_regions = {(r["bank"], r["family"]): [_words(e["text"]) for e in r["emitted"]] for r in ref_block["regions"]}
+        copied = []
+        for j, region in enumerate(block["regions"]):
+            theirs = ref_regions.get((region["bank"], region["family"]), [])
+            new = [_words(e["text"]) for e in region["emitted"] if "consolidated" in e.get("tags", ())]
+            if theirs and new and all(any(len(w & r) / max(len(w | r), 1) >= NEAR_COPY for r in theirs) for w in new):
+                copied.append(j)
+        if copied and len(copied) * 2 >= len(block["regions"]):
+            raise SubmissionError(f"`tracks[{i}].regions`: the new entries of regions {copied} are the texts of reference "
+                                  f"{ref['consolidator']['name']!r} (privileged: it reads gold paths); a reference's "
+                                  "banks are listed apart, not submitted as a contender's")
+
+
 class ReplayConsolidator:
     """Plays a submitted track block's new regions through the env's own tools, in order; what the tools
     refuse is a rejection. It reads nothing but the submission and the region listing."""
@@ -243,13 +273,17 @@ def compare_claims(i: int, block: dict[str, Any], records: Sequence[dict[str, An
         raise SubmissionError(f"`tracks[{i}].claimed.score`: claimed {claim!r}, re-scored {score!r}")
 
 
-def check_data(data: Any, extra_tracks: Mapping[str, Track] | None = None) -> list[Checked]:
-    """Checks 1-4 (no simulator): what :func:`validate` does before it re-scores."""
+def check_data(data: Any, extra_tracks: Mapping[str, Track] | None = None,
+               references: Sequence[dict[str, Any]] = ()) -> list[Checked]:
+    """Checks 1-4 (no simulator): what :func:`validate` does before it re-scores. ``references``: the
+    submissions of privileged reference rows, which a non-reference submission must not copy."""
     check_schema(data)
     checked = []
     for i, block in enumerate(data["tracks"]):
         track = check_track(i, block, extra_tracks)
         check_regions(i, track, block)
+        if data["consolidator"]["kind"] != "reference":
+            check_not_a_reference_copy(i, track, block, references)
         checked.append(Checked(i, track, block))
     names = [c.track.name for c in checked]
     if len(set(names)) != len(names):
@@ -285,8 +319,8 @@ def results_record(data: dict[str, Any], track: Track, records: list[dict[str, A
     return out
 
 
-def validate(data: Any, *, extra_tracks: Mapping[str, Track] | None = None, progress: bool = True,
-             timings: dict[str, float] | None = None, **free: Any) -> list[dict[str, Any]]:
+def validate(data: Any, *, extra_tracks: Mapping[str, Track] | None = None, references: Sequence[dict[str, Any]] = (),
+             progress: bool = True, timings: dict[str, float] | None = None, **free: Any) -> list[dict[str, Any]]:
     """Check ``data`` and re-score it; one results record per track, or a SubmissionError.
 
     ``free``: where and how fast to evaluate (``workers``, ``executor``, ``store_path``), as for
@@ -296,7 +330,7 @@ def validate(data: Any, *, extra_tracks: Mapping[str, Track] | None = None, prog
 
     timings = {} if timings is None else timings
     start = time.perf_counter()
-    checked_blocks = check_data(data, extra_tracks)
+    checked_blocks = check_data(data, extra_tracks, references)
     timings["checks_s"] = time.perf_counter() - start
     out = []
     for checked in checked_blocks:

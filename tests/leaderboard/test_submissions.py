@@ -260,3 +260,20 @@ def test_the_cli_rejects_with_the_reason_and_exit_1(tmp_path: Path) -> None:
     assert out.returncode == 1, out.stderr
     assert "rejected:" in out.stderr and "is a required property" in out.stderr
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.jvm
+def test_a_contender_that_submits_the_oracles_banks_is_rejected(submission: dict) -> None:
+    """The oracle's committed banks are public (leaderboards/submissions/): copied, or lightly edited, under a
+    contender's name they are refused before any re-score."""
+    copy_ = copy.deepcopy(submission)
+    copy_["consolidator"].update(name="my-policy", kind="contender")
+    with pytest.raises(SubmissionError, match=r"regions \[0, 1\] are the texts of reference 'oracle'"):
+        check_data(copy_, TRACKS, references=[submission])
+    for region in copy_["tracks"][0]["regions"]:
+        for entry in region["emitted"]:
+            entry["text"] += " Good luck."  # light edits: the word sets stay within 90%
+            _renew(entry)
+    with pytest.raises(SubmissionError, match="are the texts of reference 'oracle'"):
+        check_data(copy_, TRACKS, references=[submission])
+    check_data(copy.deepcopy(submission), TRACKS, references=[submission])  # the reference itself is listed apart
