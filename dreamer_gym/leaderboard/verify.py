@@ -6,7 +6,8 @@ closes that: it draws bank seeds *now* (from the OS's entropy, recorded), acquir
 track's families on them with real acquisition, writes a verification track that differs from the shipped
 one only in its pool, runs the installed consolidator (a registered name or an entry point) **in another
 process** through ``dreamer-gym leaderboard submit``, and validates what comes back like any submission
-(checks and re-score). The results file says ``tier: verified`` and records the seeds and the pool's hash.
+(checks and re-score), with the oracle's banks on the same fresh pool as the reference a contender may not
+copy. The results file says ``tier: verified`` and records the seeds, the pool's hash and the oracle's score.
 
 Only held-out tracks are verified this way (their pool is a held-out pool by definition); a track scored on
 its training id's pool holds out the suite, not the banks.
@@ -71,6 +72,21 @@ def write_track(track: Track, path: Path) -> Path:
     return path
 
 
+def reference_banks(track: Track, *, progress: bool = False, **free: Any) -> list[dict[str, Any]]:
+    """The oracle's submission on the fresh banks. The fresh pool file is on this machine, and a consolidator
+    that opened it could read its gold paths as the oracle does; a verified run whose banks are the oracle's
+    texts is refused like a re-scored one (validate.check_not_a_reference_copy)."""
+    import json
+
+    from dreamer_gym.consolidators import make_consolidator
+    from dreamer_gym.leaderboard.runner import run_track
+    from dreamer_gym.leaderboard.submission import build_submission, consolidator_block, dumps
+
+    result = run_track(track, make_consolidator("oracle"), progress=progress, **free)
+    data = build_submission(consolidator_block("oracle", kind="reference"), [(track, result)])
+    return [json.loads(dumps(data))]
+
+
 def run_submit(consolidator: str, track_file: Path, out: Path, *, kind: str | None = None,
                trained_on: list[str] | None = None, timeout_s: float = 3600.0) -> Path:
     """``dreamer-gym leaderboard submit`` in a child process (the consolidator never shares the board's)."""
@@ -105,15 +121,19 @@ def verify(track: Track, consolidator: str, work_dir: Path, *, seeds: list[int] 
     fresh = verification_track(track, pool_path.resolve(), pool_hash)
     track_file = write_track(fresh, work_dir / f"{track.name}.yaml")
     clock = time.perf_counter()
+    references = reference_banks(fresh, progress=progress, **free)
+    timings["oracle_s"] = time.perf_counter() - clock
+    clock = time.perf_counter()
     submission_file = run_submit(consolidator, track_file, work_dir / "submission.json", kind=kind,
                                  trained_on=trained_on)
     timings["consolidator_s"] = time.perf_counter() - clock  # its own process: start, run, its scoring service
     clock = time.perf_counter()
     data = load_submission(submission_file)
-    [checked] = check_data(data, {track.name: fresh})
+    [checked] = check_data(data, {fresh.name: fresh}, references=references)
     records = rescore(fresh, checked.block, progress=progress, **free)
     compare_claims(0, checked.block, records)
     timings["checks_and_rescore_s"] = time.perf_counter() - clock
     verification = {"bank_seeds": seeds, "pool_hash": pool_hash, "eval_variations": eval_variations,
+                    "oracle_score": references[0]["tracks"][0]["claimed"]["score"],
                     "gold_variations": gold_variations, "seed_source": source}
     return results_record(data, fresh, records, "verified", verification)

@@ -1,6 +1,7 @@
 """The verified tier: fresh seeds, real acquisition, the consolidator in its own process, then the re-score."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -34,3 +35,16 @@ def test_verify_runs_the_consolidator_out_of_process_on_fresh_banks(tmp_path: Pa
     [region] = record["records"]
     assert region["family"] == FAMILY and len(region["episodes"]) == 2
     assert (tmp_path / "submission.json").exists()  # what the consolidator's own process wrote
+    assert math.isfinite(record["verification"]["oracle_score"])  # the oracle ran on the same fresh banks
+
+
+@pytest.mark.jvm
+def test_a_consolidator_that_reads_the_fresh_pool_like_the_oracle_is_refused(tmp_path: Path) -> None:
+    """The fresh pool file is on the machine: the oracle itself, submitted as a contender, reads its gold paths.
+    Verification refuses banks that are the oracle's texts."""
+    from dreamer_gym.leaderboard.submission import SubmissionError
+
+    data = {**load_track("scienceworld").__dict__, "name": "tiny-verify", "families": (FAMILY,), "banks": (0,),
+            "eval_in_family": 2, "eval_other": 0}
+    with pytest.raises(SubmissionError, match="are the texts of reference 'oracle'"):
+        verify(Track(**data), "oracle", tmp_path, kind="contender", eval_variations=3, gold_variations=3)
