@@ -23,11 +23,17 @@ import yaml
 from torch import nn
 from tqdm.auto import tqdm
 
-from dreamer_gym.envs.oplevel import OPS, OpLevelWrapper
+from dreamer_gym.envs.oplevel import DROP, MERGE, OPS, OpLevelWrapper
 from dreamer_gym.envs.wrappers import ENTRY_FEATURES
 from dreamer_gym.errors import ConfigError
 
 CHECKPOINT_FILE = "policy.pt"
+WARM_STARTS = ("", "consensus")
+
+
+def consensus_ops(kinds: list[str]) -> np.ndarray:
+    """The `consensus` rule's ops (consolidators/fixed.py): merge every procedure, drop the rest."""
+    return np.array([MERGE if k == "procedure" else DROP for k in kinds], dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -71,12 +77,18 @@ class OpLevelConfig(RegionRunConfig):
     lr: float = 3e-3
     entropy_coef: float = 0.01
     max_entries: int = 50
+    # "consensus": before RL, fit the policy to the consensus rule (merge procedures, drop the rest) on the
+    # training regions' features by cross-entropy (no commits); RL then starts from the rule, not from uniform
+    warm_start: str = ""
+    warm_start_steps: int = 300
 
     def __post_init__(self) -> None:
         super().__post_init__()
         for name in ("steps", "regions_per_step", "hidden", "max_entries"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"OpLevelConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if self.warm_start not in WARM_STARTS:
+            raise ConfigError(f"OpLevelConfig.warm_start must be one of {list(WARM_STARTS)}, got {self.warm_start!r}")
         if self.group_size < 2:
             raise ConfigError(f"OpLevelConfig.group_size must be >= 2 (advantages are relative), got {self.group_size}")
 
@@ -186,11 +198,36 @@ class OpLevelTrainer:
         self.optimizer.step()
         return {"loss": float(loss.detach()), "entropy": float(entropy.detach()), "grad_norm": grad_norm}
 
+    def warm_start(self) -> dict[str, Any]:
+        """Fit the policy to the ``warm_start`` rule on every training region (resets only, no commits);
+        returns the share of entries whose greedy op is the rule's afterwards."""
+        regions = []
+        for seed in self.config.region_seeds:
+            features, info = self.env.reset(seed=seed)
+            n = info["n_entries"]
+            kinds = [e["kind"] for e in info["region"][: self.config.max_entries]]
+            regions.append((features, info["action_mask"], n, torch.as_tensor(consensus_ops(kinds[:n]))))
+        optimizer = torch.optim.Adam(self.policy.parameters(), lr=self.config.lr)
+        for _ in range(self.config.warm_start_steps):
+            loss = torch.stack([-self.policy.distribution(f, m, n).log_prob(target).mean()
+                                for f, m, n, target in regions]).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        with torch.no_grad():
+            agree = sum(int((self.policy.distribution(f, m, n).probs.argmax(-1) == target).sum())
+                        for f, m, n, target in regions)
+        return {"warm_start": self.config.warm_start, "warm_start_loss": float(loss.detach()),
+                "warm_start_agreement": agree / max(sum(n for _, _, n, _ in regions), 1)}
+
     def train(self, progress: bool = True) -> list[dict[str, Any]]:
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / "config.yaml").write_text(yaml.safe_dump(self.config.to_dict(), sort_keys=False))
         records = []
         log = (self.out / "log.jsonl").open("a")
+        if self.config.warm_start:  # its own file: the log holds RL steps only (the curve reads it)
+            (self.out / "warm_start.json").write_text(json.dumps(self.warm_start(), indent=1) + "\n")
+            save_policy(self.policy, self.config, 0, self.out / "checkpoint-0")
         try:
             for step in tqdm(range(1, self.config.steps + 1), desc="op-level", disable=not progress):
                 start = time.perf_counter()

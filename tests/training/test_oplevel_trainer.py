@@ -11,6 +11,7 @@ import torch
 import dreamer_gym  # noqa: F401
 from dreamer_gym.consolidators import make_consolidator, run_episode
 from dreamer_gym.envs.oplevel import OpLevelWrapper
+from dreamer_gym.errors import ConfigError
 from dreamer_gym.training.oplevel import OpLevelConfig, OpLevelTrainer, group_advantages, load_policy
 
 from helpers import make_env
@@ -63,3 +64,25 @@ def test_maskable_ppo_trains_on_the_op_level_wrapper_unchanged() -> None:
     action, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)
     assert env.action_masks().reshape(50, -1)[np.arange(50), action].all()  # never a masked op
     env.close()
+
+
+def test_a_consensus_warm_start_makes_the_greedy_policy_the_rule_before_any_commit(tmp_path: Path) -> None:
+    """warm_start: consensus fits the policy to merge-procedures/drop-the-rest on the training regions' features
+    (resets only); RL then starts from the rule. No commit is made (no simulator needed)."""
+    from dreamer_gym.training.oplevel import consensus_ops
+
+    config = OpLevelConfig(region_seeds=(0, 1, 2), output_dir=str(tmp_path), warm_start="consensus",
+                           warm_start_steps=150, seed=0)
+    trainer = OpLevelTrainer(config, env=OpLevelWrapper(make_env(ENV_ID)))
+    try:
+        stats = trainer.warm_start()
+        assert stats["warm_start_agreement"] >= 0.95, stats
+        features, info = trainer.env.reset(seed=3)  # a region it was not fitted on
+        n = info["n_entries"]
+        greedy = trainer.policy.act(features, info["action_mask"], n, 50)[:n]
+        rule = consensus_ops([e["kind"] for e in info["region"][:n]])
+        assert (greedy == rule).mean() >= 0.9
+    finally:
+        trainer.close()
+    with pytest.raises(ConfigError, match="warm_start must be one of"):
+        OpLevelConfig(warm_start="oracle")
