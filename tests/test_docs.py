@@ -122,3 +122,19 @@ def test_byo_page_quotes_the_recorded_ceiling() -> None:
     summary = record["summary"]
     assert f"**{summary['best']:.2f}**" in page and f"**{summary['merge_procedures']:.2f}**" in page
     assert summary["best"] >= 0.5  # the issue's floor for the ops' ceiling
+
+
+def test_byo_page_quotes_the_held_out_study() -> None:
+    """docs/byo.md's held-out table and paired CIs are the study's own numbers (docs/before-after/issue13/)."""
+    docs = Path(__file__).parent.parent / "docs"
+    page = (docs / "byo.md").read_text()
+    summary = json.loads((docs / "before-after" / "issue13" / "sw-track" / "summary.json").read_text())
+    assert summary["setting"]["track"] == "scienceworld" and summary["setting"]["split"] == "test"
+    for policy, scores in summary["table"].items():
+        reward = summary["rewards"]["table"][policy]
+        row = f"| {policy} | {reward['all']:+.3f} | {scores['all']:.1f} | {scores['tokens']:.0f} | {scores['entries']:.1f} |"
+        assert row in page, row
+    for rewards, scores in zip(summary["rewards"]["comparisons"], summary["comparisons"]):
+        (rlo, rhi), (slo, shi) = rewards["ci95"], scores["ci95"]
+        assert (f"| {rewards['a']} - {rewards['b']} | {rewards['mean']:+.3f} [{rlo:+.3f}, {rhi:+.3f}] | "
+                f"{scores['mean']:+.1f} [{slo:+.1f}, {shi:+.1f}]") in page, rewards["a"]
