@@ -100,7 +100,11 @@ def build_board(track: str, all_results: Sequence[dict[str, Any]]) -> Board:
     """One track's rows (re-scored records, ranked and listed apart) and its verified runs."""
     results = [r for r in all_results if r["tier"] == "re-scored"]
     current = [r for r in results if r["protocol_version"] == PROTOCOL_VERSION]
-    by_base = {_base(r): r for r in current}
+    # the normalising rows are the built-in baselines themselves: named exactly `empty` (fixed) and `oracle`
+    # (reference), never a submission that merely calls its consolidator so
+    anchors = {("empty", "fixed"), ("oracle", "reference")}
+    by_base = {_base(r): r for r in current
+               if (r["consolidator"]["name"], r["consolidator"]["kind"]) in anchors and _base(r) == r["consolidator"]["name"]}
     normaliser = (Normaliser.from_results(by_base["empty"], by_base["oracle"])
                   if "empty" in by_base and "oracle" in by_base else None)
     matrices: dict[str, np.ndarray] = {}
