@@ -128,7 +128,11 @@ def test_byo_page_quotes_the_held_out_study() -> None:
     """docs/byo.md's held-out table and paired CIs are the study's own numbers (docs/before-after/issue13/)."""
     docs = Path(__file__).parent.parent / "docs"
     page = (docs / "byo.md").read_text()
-    summary = json.loads((docs / "before-after" / "issue13" / "sw-track" / "summary.json").read_text())
+    for study in ("sw-track", "sw-track-warm"):
+        _quotes_study(page, json.loads((docs / "before-after" / "issue13" / study / "summary.json").read_text()))
+
+
+def _quotes_study(page: str, summary: dict) -> None:
     assert summary["setting"]["track"] == "scienceworld" and summary["setting"]["split"] == "test"
     for policy, scores in summary["table"].items():
         reward = summary["rewards"]["table"][policy]
