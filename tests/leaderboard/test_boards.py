@@ -152,3 +152,16 @@ def test_the_committed_boards_are_rendered_from_the_committed_results(tmp_path: 
     render(root / "results", tmp_path)
     assert (tmp_path / "README.md").read_text() == (root / "README.md").read_text()
     assert (tmp_path / "index.html").read_text() == (root / "index.html").read_text()
+
+
+def test_only_the_built_in_empty_and_oracle_rows_normalise() -> None:
+    """A submission that calls itself `oracle` (kind contender) cannot move every row's normalised score."""
+    regions = [(b, "a") for b in (0, 1, 2)]
+    empty = _result("empty", {r: 10.0 for r in regions}, "fixed")
+    oracle = _result("oracle", {r: 90.0 for r in regions}, "reference")
+    mine = _result("mine", {r: 50.0 for r in regions})
+    impostor = _result("oracle", {r: 11.0 for r in regions}, "contender")
+    board = build_board("scienceworld", [empty, impostor, oracle, mine])
+    assert next(r for r in board.rows if r.name == "mine").aggregates["mean"] == pytest.approx(0.5)
+    board = build_board("scienceworld", [empty, impostor, mine])
+    assert not board.normalised
