@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
-EXTRAS ?= scienceworld,alfworld,web,llm,vllm,sb3,leaderboard,dev
+EXTRAS ?= scienceworld,alfworld,web,llm,vllm,sb3,leaderboard,ray,pettingzoo,dev
 
 .PHONY: setup java browser demo test validity bench pool board clean
 

@@ -8,7 +8,6 @@ import os
 import signal
 import threading
 import time
-from pathlib import Path
 
 import gymnasium as gym
 import pytest
@@ -16,7 +15,7 @@ import pytest
 import dreamer_gym  # noqa: F401 - registers the ids
 from dreamer_gym.agents import AgentConfig, EpisodeResult
 from dreamer_gym.envs.config import ConsolidationConfig
-from dreamer_gym.errors import ConfigError, LLMError, SuiteError
+from dreamer_gym.errors import ConfigError, SuiteError
 from dreamer_gym.evaluation import (
     EvalEpisode,
     EvalTask,
@@ -26,11 +25,11 @@ from dreamer_gym.evaluation import (
     check_executor,
     make_executor,
 )
-from dreamer_gym.memory import MemoryBank, MemoryEntry
 from dreamer_gym.store import Store
-from dreamer_gym.suites import StepOutcome, SuiteSpec, register_suite
+from dreamer_gym.suites import register_suite
 from dreamer_gym.suites.base import EpisodeTask
 
+from echo_suite import CRASH, ECHO, ECHO_AGENT, ECHO_BANK, KILLS_WORKER, LLM_DOWN, EchoSuite
 from helpers import child_jvms, descendants, is_scienceworld_jvm, pid_alive, wait_gone
 
 jvm = pytest.mark.jvm
@@ -38,55 +37,6 @@ PER_FAMILY = 2  # dev variations per family: 12 episodes in all
 
 
 # --- the executor protocol, on a pure-Python suite ---------------------------------------------------------------
-CRASH, LLM_DOWN, KILLS_WORKER = 150, 151, 152  # dev variations that fail in the ways evaluation must survive
-
-
-class EchoSuite:
-    """Say the task's word. Some variations crash the simulator, fail like an LLM backend, or kill the process
-    playing them (always, or once when ``die_once`` names a file that does not exist yet)."""
-
-    name = "echo-eval"
-    families = ("say",)
-
-    def __init__(self, die_once: str | None = None) -> None:
-        self.die_once = die_once
-        self._task: EpisodeTask | None = None
-        self._steps = 0
-
-    def variations(self, family: str, split: str) -> tuple[int, ...]:
-        start = {"train": 0, "dev": 100, "test": 200}[split]
-        return tuple(range(start, start + 60))
-
-    def start(self, task: EpisodeTask) -> str:
-        if task.variation == CRASH:
-            raise RuntimeError("the simulator crashed")
-        if task.variation == LLM_DOWN:
-            raise LLMError("the LLM server is unreachable")
-        if task.variation == KILLS_WORKER or (self.die_once and not os.path.exists(self.die_once)):
-            if self.die_once:
-                Path(self.die_once).touch()
-            os._exit(3)
-        self._task, self._steps = task, 0
-        return "You are here."
-
-    def task_description(self) -> str:
-        return f"Your task is to: say w{self._task.variation}."  # type: ignore[union-attr]
-
-    def step(self, action: str) -> StepOutcome:
-        self._steps += 1
-        won = self._task is not None and action == f"say w{self._task.variation}"
-        return StepOutcome("Well said." if won else "Nothing happens.", 100.0 if won else 0.0, won or self._steps >= 3)
-
-    def close(self) -> None:
-        self._task = None
-
-
-ECHO = SuiteSpec(name="echo-eval", adapter=EchoSuite, families=("say",), agent_max_steps=4)
-ECHO_AGENT = AgentConfig(max_steps=4)
-ECHO_BANK = MemoryBank([MemoryEntry("procedure", "To say <word>: say <word>.", "say"),
-                        MemoryEntry("fact", "The room is quiet.", "say"), MemoryEntry("fact", "Words echo here.", "say")])
-
-
 @pytest.fixture(scope="module")
 def echo_tasks() -> list[EvalTask]:
     """Registered here, not at import: a worker process knows the suite only from the spec it receives."""
@@ -184,8 +134,12 @@ def test_executor_is_chosen_by_config(echo_tasks):
     ev.close()
     with pytest.raises(ConfigError, match="workers=0, or executor='process'"):
         Evaluator("echo-eval", ECHO_AGENT, Store(), workers=1, executor="inprocess")
-    with pytest.raises(ConfigError, match=r"one of \('auto', 'inprocess', 'process'\), got 'ray'"):
+    with pytest.raises(ConfigError, match=r"one of \('auto', 'inprocess', 'process', 'ray'\), got 'dask'"):
+        ConsolidationConfig(executor="dask")
+    with pytest.raises(ConfigError, match=r"executor='ray' needs workers >= 1 \(Ray actors\)"):
         ConsolidationConfig(executor="ray")
+    with pytest.raises(ConfigError, match="`ray_address` is for executor='ray'"):
+        ConsolidationConfig(workers=2, ray_address="127.0.0.1:6379")
     env = gym.make("MemoryConsolidation-ScienceWorld-v0", workers=1, executor="process", service="inprocess")
     try:  # the reward service's evaluator plays on the configured executor
         assert isinstance(env.unwrapped.service.referee.evaluator.executor, LocalProcessExecutor)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from dreamer_gym.agents.base import AgentConfig
 from dreamer_gym.errors import ConfigError
@@ -38,7 +39,10 @@ class ConsolidationConfig:
         "help": "downstream agent steps per episode (None = the suite's default)"})
     workers: int = field(default=0, metadata={"help": "evaluation worker processes (0 = in-process)"})
     executor: str = field(default="auto", metadata={
-        "help": "where evaluation episodes play: auto (in-process for workers=0, else process), inprocess, process"})
+        "help": "where evaluation episodes play: auto (in-process for workers=0, else process), inprocess, process, "
+                "ray (`workers` Ray actors; the `ray` extra)"})
+    ray_address: str | None = field(default=None, metadata={
+        "help": "executor='ray': a running cluster (HOST:PORT or ray://...); None starts a local Ray instance"})
     service: str = field(default="process", metadata={
         "help": "where the reward is computed: process (its own process: the policy's holds no evaluation "
                 "task text) or inprocess (this process; debugging and profiling)", "choices": ("process", "inprocess")})
@@ -49,6 +53,9 @@ class ConsolidationConfig:
 
         spec = get_suite_spec(self.suite)  # an unknown suite fails here, listing the known ones
         resolve_executor(self.executor, self.workers)  # an unknown name fails here, listing the valid ones
+        if self.ray_address is not None and self.executor != "ray":
+            raise ConfigError(f"`ray_address` is for executor='ray', got executor={self.executor!r}; "
+                              "set executor='ray' or drop ray_address")
         if self.agent_top_k is None:
             object.__setattr__(self, "agent_top_k", spec.agent_top_k)
         if self.agent_max_steps is None:
@@ -74,6 +81,10 @@ class ConsolidationConfig:
             object.__setattr__(self, "llm", LLMConfig.coerce(self.llm))
         elif self.llm is not None:
             raise ConfigError("`llm` configures the LLM reward agent; set reward_agent='llm' or drop `llm`")
+
+    def executor_options(self) -> dict[str, Any]:
+        """What the configured executor takes beyond ``workers`` (ray: the cluster's address)."""
+        return {"address": self.ray_address} if self.executor == "ray" else {}
 
     def agent_config(self) -> AgentConfig:
         """The downstream agent this config asks for."""

@@ -51,6 +51,7 @@ class Evaluator:
     suite_kwargs: dict[str, Any] = field(default_factory=dict)
     max_restarts: int = 3
     executor: Executor = "auto"  # type: ignore[assignment] - a registered name, built in __post_init__
+    executor_options: dict[str, Any] = field(default_factory=dict)  # for a named executor (ray: address, ...)
 
     def __post_init__(self) -> None:
         if self.workers < 0:
@@ -62,7 +63,7 @@ class Evaluator:
         if isinstance(self.executor, str):
             self.executor = make_executor(
                 self.executor, get_suite_spec(self.suite_name), self.suite_kwargs, self.agent_config,
-                workers=self.workers, max_restarts=self.max_restarts, agent=self._agent,
+                workers=self.workers, max_restarts=self.max_restarts, agent=self._agent, **self.executor_options,
             )
 
     @property

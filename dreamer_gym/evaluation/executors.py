@@ -9,7 +9,7 @@ arguments and the downstream agent's :class:`~dreamer_gym.agents.AgentConfig`. I
 result carries ``error`` (see :func:`~dreamer_gym.evaluation.play.play_guarded`). Caching is the
 evaluator's job, not the executor's.
 
-Adding one (an evaluation service, Ray) = one class and one line in :data:`EXECUTORS`;
+Adding one = one class and one line in :data:`EXECUTORS` (as ``ray``, :mod:`~dreamer_gym.evaluation.ray_executor`, did);
 :func:`~dreamer_gym.evaluation.check.check_executor` checks it.
 """
 from __future__ import annotations
@@ -90,20 +90,28 @@ class InProcessExecutor:
         self.simulator.close()
 
 
-# --- the registry: name -> builder(spec, suite_kwargs, agent_config, *, workers, max_restarts, agent) --------
+# --- the registry: name -> builder(spec, suite_kwargs, agent_config, *, workers, max_restarts, agent, **options) ---
 def _in_process(spec: SuiteSpec, suite_kwargs: Mapping[str, Any], agent_config: AgentConfig, *, workers: int,
-                max_restarts: int, agent: DownstreamAgent | None) -> Executor:
+                max_restarts: int, agent: DownstreamAgent | None, **options: Any) -> Executor:
     return InProcessExecutor(spec, suite_kwargs, agent_config, agent=agent)
 
 
 def _local_processes(spec: SuiteSpec, suite_kwargs: Mapping[str, Any], agent_config: AgentConfig, *,
-                     workers: int, max_restarts: int, agent: DownstreamAgent | None) -> Executor:
+                     workers: int, max_restarts: int, agent: DownstreamAgent | None, **options: Any) -> Executor:
     from dreamer_gym.evaluation.process_pool import LocalProcessExecutor
 
     return LocalProcessExecutor(spec, suite_kwargs, agent_config, workers=workers, max_restarts=max_restarts)
 
 
-EXECUTORS: dict[str, Callable[..., Executor]] = {"inprocess": _in_process, "process": _local_processes}
+def _ray_actors(spec: SuiteSpec, suite_kwargs: Mapping[str, Any], agent_config: AgentConfig, *, workers: int,
+                max_restarts: int, agent: DownstreamAgent | None, **options: Any) -> Executor:
+    from dreamer_gym.evaluation.ray_executor import RayExecutor
+
+    return RayExecutor(spec, suite_kwargs, agent_config, actors=workers, max_restarts=max_restarts, **options)
+
+
+EXECUTORS: dict[str, Callable[..., Executor]] = {"inprocess": _in_process, "process": _local_processes,
+                                                 "ray": _ray_actors}
 EXECUTOR_CHOICES: tuple[str, ...] = ("auto", *EXECUTORS)
 
 
@@ -117,17 +125,19 @@ def resolve_executor(name: str, workers: int) -> str:
     if name == "inprocess" and workers != 0:
         raise ConfigError(f"executor='inprocess' plays in this process, but workers={workers}; "
                           "set workers=0, or executor='process' (or 'auto') to use worker processes")
-    if name == "process" and workers < 1:
-        raise ConfigError(f"executor='process' needs workers >= 1, got {workers}; "
+    if name in ("process", "ray") and workers < 1:
+        what = "worker processes" if name == "process" else "Ray actors"
+        raise ConfigError(f"executor={name!r} needs workers >= 1 ({what}), got {workers}; "
                           "set workers, or executor='inprocess' (or 'auto') to play in this process")
     return name
 
 
 def make_executor(name: str, spec: SuiteSpec, suite_kwargs: Mapping[str, Any] | None = None,
                   agent_config: AgentConfig | None = None, *, workers: int = 0, max_restarts: int = 3,
-                  agent: DownstreamAgent | None = None) -> Executor:
+                  agent: DownstreamAgent | None = None, **options: Any) -> Executor:
     """Build the executor ``name`` (see :func:`resolve_executor`). ``agent`` is shared by executors that play
-    in this process; the others build theirs from ``agent_config`` where they run."""
+    in this process; the others build theirs from ``agent_config`` where they run. ``options`` go to the
+    executor's class (ray: ``address``, ``batch_size``, ``cpus_per_actor``)."""
     builder = EXECUTORS[resolve_executor(name, workers)]
     return builder(spec, dict(suite_kwargs or {}), agent_config or AgentConfig(), workers=workers,
-                   max_restarts=max_restarts, agent=agent)
+                   max_restarts=max_restarts, agent=agent, **options)

@@ -42,6 +42,17 @@ class _WorkerFailed:
     message: str
 
 
+def worker_payload(spec: SuiteSpec, suite_kwargs: Mapping[str, Any] | None, agent_config: AgentConfig | None) -> bytes:
+    """What a worker anywhere (a local process, a Ray actor) is built from: the spec, the suite's kwargs and
+    the agent config, pickled here so that a spec that cannot travel fails at once, naming the fix."""
+    try:
+        return pickle.dumps((spec, dict(suite_kwargs or {}), agent_config or AgentConfig()))
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        raise ConfigError(f"worker processes receive the suite spec, its kwargs and the agent config pickled, "
+                          f"and pickling them raised {type(exc).__name__}: {exc}; use module-level functions "
+                          "and classes in the spec (no lambdas), or executor='inprocess'") from exc
+
+
 def _exit_on_sigterm(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)  # unwinds the loop, so its `finally` closes the simulator
 
@@ -98,12 +109,7 @@ class LocalProcessExecutor:
         if workers < 1:
             raise ValueError(f"Expected `workers` to be >= 1, got {workers}")
         self.spec, self.workers, self.max_restarts = spec, workers, max_restarts
-        try:
-            self._payload = pickle.dumps((spec, dict(suite_kwargs or {}), agent_config or AgentConfig()))
-        except (pickle.PicklingError, TypeError, AttributeError) as exc:
-            raise ConfigError(f"worker processes receive the suite spec, its kwargs and the agent config pickled, "
-                              f"and pickling them raised {type(exc).__name__}: {exc}; use module-level functions "
-                              "and classes in the spec (no lambdas), or executor='inprocess'") from exc
+        self._payload = worker_payload(spec, suite_kwargs, agent_config)
         self._context = mp.get_context("spawn")
         self._pool: list[_Worker] = []
         self.restarts = 0

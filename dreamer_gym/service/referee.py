@@ -72,7 +72,8 @@ class Referee:
         if self._evaluator is None:
             cfg = self.config
             self._store = Store(cfg.store_path)
-            self._evaluator = Evaluator(cfg.suite, cfg.agent_config(), self._store, cfg.workers, executor=cfg.executor)
+            self._evaluator = Evaluator(cfg.suite, cfg.agent_config(), self._store, cfg.workers, executor=cfg.executor,
+                                        executor_options=cfg.executor_options())
         return self._evaluator
 
     # --- requests ----------------------------------------------------------------------------------------------

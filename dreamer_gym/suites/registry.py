@@ -21,6 +21,7 @@ BUILTIN: dict[str, str] = {
     "alfworld-gen": "dreamer_gym.suites.alfworld:GENERATED_SPEC",
     "miniwob": "dreamer_gym.suites.miniwob:SPEC",
     "webarena": "dreamer_gym.suites.webarena:SPEC",
+    "latency": "dreamer_gym.suites.latency:SPEC",
 }
 
 _REGISTERED: dict[str, SuiteSpec] = {}

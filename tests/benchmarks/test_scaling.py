@@ -1,0 +1,88 @@
+"""Scaling you can see on 2 cores: evaluation episodes per second on the latency-bound ``latency`` suite
+(every simulator call waits ``LATENCY_S``, as a remote simulator or web server would; CPU per step ~0), for
+the in-process executor, the local process pool with 1, 2 and 4 workers, and Ray with 1, 2, 4 and 8 actors.
+
+Targets (ratios of medians in this run): Ray with 4 actors >= 3.5x one actor (floor 3.0x, the issue's bar);
+the process pool with 4 workers >= 3.5x one worker (floor 3.0x); Ray with 1 actor >= 0.8x in-process (floor
+0.6x: the price of a remote call per batch). The CPU-bound suites cannot show this here: 2 cores cap them.
+
+Every setting plays the same ``N_EPISODES`` TEST episodes (with and without memory, distinct seeds) and must
+return exactly the in-process results: a speed-up that changes an episode would be worth nothing.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import ray
+
+from dreamer_gym.agents import AgentConfig, EpisodeResult
+from dreamer_gym.evaluation import EvalTask, Executor, InProcessExecutor, make_executor
+from dreamer_gym.memory import MemoryEntry
+from dreamer_gym.suites import get_suite_spec
+from dreamer_gym.suites.base import EpisodeTask
+
+LATENCY_S = 0.02
+N_EPISODES = 64
+ROUNDS = 3
+SPEC = get_suite_spec("latency")
+AGENT = AgentConfig(max_steps=6)
+PROCEDURES = (MemoryEntry("procedure", "To set the safe to <code>: go to safe, set safe to <code>.", "open-safe"),
+              MemoryEntry("procedure", "To set the radio to <code>: go to radio, set radio to <code>.", "tune-radio"))
+SETTINGS = [("inprocess", 0), ("process", 1), ("process", 2), ("process", 4),
+            ("ray", 1), ("ray", 2), ("ray", 4), ("ray", 8)]
+
+
+@pytest.fixture(scope="module")
+def tasks() -> list[EvalTask]:
+    return [EvalTask(f"k{i}", EpisodeTask(SPEC.families[i % 2], 200 + (i // 2) % 8), PROCEDURES if i % 4 else (),
+                     seed=i) for i in range(N_EPISODES)]
+
+
+@pytest.fixture(scope="module")
+def reference(tasks) -> list[EpisodeResult]:
+    return InProcessExecutor(SPEC, {"latency_s": 0.0}, AGENT).run(tasks)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_instance() -> Iterator[None]:
+    yield
+    ray.shutdown()
+
+
+def _executor(name: str, workers: int) -> Executor:
+    options = {"cpus_per_actor": 0.25} if name == "ray" else {}  # 8 actors share 2 cores: they mostly wait
+    return make_executor(name, SPEC, {"latency_s": LATENCY_S}, AGENT, workers=workers, **options)
+
+
+@pytest.mark.parametrize("name, workers", SETTINGS, ids=[f"{n}-{w}" for n, w in SETTINGS])
+def test_episodes_per_second(benchmark, perf, tasks, reference, name, workers):
+    benchmark.group = f"play {N_EPISODES} latency-bound episodes ({LATENCY_S * 1000:.0f} ms a call)"
+    ex = _executor(name, workers)
+    try:
+        ex.warm_up()
+        out = benchmark.pedantic(ex.run, args=(tasks,), rounds=ROUNDS, warmup_rounds=1)
+    finally:
+        ex.close()
+    assert out == reference  # the same episodes, played the same way, in order
+    perf.record(benchmark, f"latency suite, {name} x{workers}", per=N_EPISODES, unit="episode")
+
+
+def _ratio(perf, name: str, slow: str, fast: str, target: float, floor: float) -> float:
+    value = perf.median(slow) / perf.median(fast)
+    perf.ratio(name, value, f">= {target}x", value >= target, f">= {floor}x", value >= floor)
+    return value
+
+
+def test_scaling_ratios(require_measuring, perf):
+    per = {f"{n} x{w}": f"latency suite, {n} x{w}" for n, w in SETTINGS}
+    base = perf.median(per["inprocess x0"])
+    for key, record in per.items():  # episodes per second, and the speed-up over playing in this process
+        perf.notes[f"latency suite: {key}"] = (f"{1 / perf.median(record):.1f} episodes/s, "
+                                               f"{base / perf.median(record):.2f}x in-process")
+    ray4 = _ratio(perf, "latency: ray x4 / ray x1", per["ray x1"], per["ray x4"], 3.5, 3.0)
+    pool4 = _ratio(perf, "latency: process x4 / process x1", per["process x1"], per["process x4"], 3.5, 3.0)
+    ray1 = _ratio(perf, "latency: ray x1 / in-process", per["inprocess x0"], per["ray x1"], 0.8, 0.6)
+    assert ray4 >= 3.0, f"Ray with 4 actors is {ray4:.2f}x one actor; floor 3.0x"
+    assert pool4 >= 3.0, f"the process pool with 4 workers is {pool4:.2f}x one worker; floor 3.0x"
+    assert ray1 >= 0.6, f"Ray with 1 actor is {ray1:.2f}x in-process; floor 0.6x"
