@@ -142,3 +142,15 @@ def _quotes_study(page: str, summary: dict) -> None:
         (rlo, rhi), (slo, shi) = rewards["ci95"], scores["ci95"]
         assert (f"| {rewards['a']} - {rewards['b']} | {rewards['mean']:+.3f} [{rlo:+.3f}, {rhi:+.3f}] | "
                 f"{scores['mean']:+.1f} [{slo:+.1f}, {shi:+.1f}]") in page, rewards["a"]
+
+
+def test_env_page_quotes_the_recorded_cooperation_study() -> None:
+    root = Path(__file__).parent.parent
+    summary = json.loads((root / "docs" / "before-after" / "issue15" / "cooperation.json").read_text())["summary"]
+    page = (root / "docs" / "env.md").read_text()
+    diff = summary["board-dedupe minus dedupe"]
+    assert f"**{diff['mean']:+.5f}** [{diff['ci95'][0]:+.6f}, {diff['ci95'][1]:+.5f}]" in page
+    assert f"differ in {diff['resets_where_banks_differ']} of {diff['resets']} resets" in page
+    for name, label in (("keep-all", "keep-all"), ("dedupe", "independent dedupe"), ("board-dedupe", "board-dedupe")):
+        row = summary["policies"][name]
+        assert f"| {label} | {row['joint_reward_mean']:.4f} | {row['tokens_after_mean']:.0f} |" in page

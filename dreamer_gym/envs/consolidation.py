@@ -3,7 +3,7 @@ how a downstream agent then does on held-out episodes (see docs/env.md for the f
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -44,18 +44,25 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
 
     def __init__(self, render_mode: str | None = None, frozen: dict[str, Any] | None = None,
                  region_chars: int = REGION_CHARS, reward_service: RewardService | None = None,
-                 **kwargs: Any) -> None:
+                 extra_tools: Mapping[str, Callable[[dict[str, Any]], str]] | None = None, **kwargs: Any) -> None:
         """``frozen`` comes from registration: the values that define the registered id. gym.make merges
         user kwargs over the spec's, so an override shows up here as a value that differs from it.
         ``region_chars`` caps the observation's ``region`` text (it changes no reward). ``reward_service``:
         one built by the caller (a track's), which the env uses and does not close; by default the env
-        builds ``config.service`` on first reset and closes it."""
+        builds ``config.service`` on first reset and closes it. ``extra_tools``: tool name -> handler of its
+        arguments, returning the result text or raising ``ToolError`` (the PettingZoo env's board); a call
+        to one costs a tool call like any other."""
         if render_mode not in (None, "ansi"):
             raise ValueError(f"Expected `render_mode` to be None or 'ansi', got {render_mode!r}")
         if isinstance(region_chars, bool) or not isinstance(region_chars, int) or region_chars < 1_000:
             raise ConfigError(f"Expected `region_chars` to be an int >= 1000, got {region_chars!r}")
         self.render_mode = render_mode
         self.region_chars = region_chars
+        self._extra_tools = dict(extra_tools or {})
+        clash = sorted(set(self._extra_tools) & set(TOOLS))
+        if clash:
+            raise ConfigError(f"`extra_tools` may not redefine the env's tools {clash}")
+        self._tool_names = (*TOOLS, *self._extra_tools)
         try:
             self.config = ConsolidationConfig(**kwargs)
         except ConfigError:  # e.g. split="train": say first that the id does not allow changing it at all
@@ -198,9 +205,11 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         reward, terminated, truncated = 0.0, False, False
         self._last_error = None
         try:
-            call = parse_action(action)
+            call = parse_action(action, self._tool_names)
             if call.name == "commit":
                 terminated = True
+            elif call.name in self._extra_tools:
+                self._last_result = self._extra_tools[call.name](call.args)
             else:
                 self._last_result = getattr(self._ws, call.name)(call.args)
         except ToolError as exc:
@@ -224,12 +233,14 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         """The commit :meth:`act` left for the caller to score, if any."""
         return None if self._pending is None else self._pending[0]
 
-    def settle(self, result: CommitResult):
+    def settle(self, result: CommitResult, expected_bank: str | None = None):
         """Finish the pending commit with the service's ``result`` for it: the ``(obs, reward, terminated,
-        truncated, info)`` that :meth:`step` returns for the committing call."""
+        truncated, info)`` that :meth:`step` returns for the committing call. ``expected_bank``: the bank v1
+        the result must name when it is not this env's own (a joint commit's, every agent's region replaced)."""
         if self._pending is None:
             raise RuntimeError("settle() finishes a commit that act() left pending; there is none")
         request, bank_hash, reward, terminated, truncated = self._pending
+        bank_hash = expected_bank or bank_hash
         if result.bank_after != bank_hash:
             raise RewardServiceError(f"the reward service scored bank {result.bank_after}, not this commit's "
                                      f"{bank_hash}: the service and the env hold different pools (or the results "

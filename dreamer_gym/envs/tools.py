@@ -3,6 +3,7 @@ which the env turns into observations: nothing a policy sends can raise out of `
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,8 +34,9 @@ class ToolCall:
     args: dict[str, Any]
 
 
-def parse_action(action: Any) -> ToolCall:
-    """Accept ``{"tool": NAME, ...}`` or an OpenAI-style ``{"name": NAME, "arguments": {...}}``."""
+def parse_action(action: Any, tools: Collection[str] = TOOLS) -> ToolCall:
+    """Accept ``{"tool": NAME, ...}`` or an OpenAI-style ``{"name": NAME, "arguments": {...}}``; ``tools`` are the
+    names this env accepts (the PettingZoo env adds its own)."""
     if not isinstance(action, str):
         raise ToolError(f"expected the action to be a JSON string, got {type(action).__name__}")
     try:
@@ -56,8 +58,8 @@ def parse_action(action: Any) -> ToolCall:
                 raise ToolError("`arguments` is a string but not valid JSON") from None
     else:
         raise ToolError('missing "tool": expected {"tool": NAME, ...}')
-    if not isinstance(name, str) or name not in TOOLS:
-        raise ToolError(f"unknown tool {str(name)[:40]!r}; tools: {sorted(TOOLS)}")
+    if not isinstance(name, str) or name not in tools:
+        raise ToolError(f"unknown tool {str(name)[:40]!r}; tools: {sorted(tools)}")
     if not isinstance(args, dict):
         raise ToolError("tool arguments must be a JSON object")
     return ToolCall(name, args)

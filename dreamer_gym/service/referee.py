@@ -96,6 +96,55 @@ class Referee:
         return [self._score(request, *p, played[2 * i], played[2 * i + 1])
                 for i, (request, p) in enumerate(zip(requests, prepared))]
 
+    def commit_joint(self, requests: list[CommitRequest]) -> list[CommitResult]:
+        """Several agents' commits on disjoint regions (distinct families) of ONE bank, scored as one bank v1:
+        every region replaced at once, played on the union of the regions' episode draws. Each agent's reward
+        is the shared score change of the joint bank (the agents' families pay in full, other families only
+        cost, as in :meth:`commit`) plus its own region's size term. The PettingZoo env's reward."""
+        if self._sealed:
+            raise RewardServiceError("this track's results were handed out (finish()); it takes no more commits")
+        if self.withhold:
+            raise RewardServiceError("a joint commit pays per commit; a withholding (track) service does not")
+        if not requests:
+            raise RewardServiceError("a joint commit needs at least one request")
+        if len({r.bank_index for r in requests}) != 1:
+            raise RewardServiceError(f"a joint commit is on one bank, got banks {sorted({r.bank_index for r in requests})}")
+        if len({r.family for r in requests}) != len(requests):
+            raise RewardServiceError(f"a joint commit's regions must be disjoint (one family each), got "
+                                     f"{[r.family for r in requests]}")
+        prepared = [self._prepare(r) for r in requests]
+        old = prepared[0][0]
+        new = old.replace(tuple(i for _, _, ids, _ in prepared for i in ids),
+                          tuple(e for r in requests for e in r.emitted))
+        episodes = [e for _, _, _, eps in prepared for e in eps]
+        before, after = self.evaluator.evaluate_many([(old, episodes), (new, episodes)])
+        after = before if new == old else after
+        families = {r.family for r in requests}
+        in_family = [e.task.family in families for e in episodes]
+        cfg = self.config
+        tokens = [(sum(count_tokens(old.get(i).text) for i in ids),  # type: ignore[union-attr]
+                   sum(count_tokens(e.text) for e in r.emitted)) for r, (_, _, ids, _) in zip(requests, prepared)]
+        shared = reward_from_results(before, after, sum(t[0] for t in tokens), sum(t[1] for t in tokens),
+                                     cfg.size_coef, in_family)
+        joint = {
+            "bank_before": old.hash, "bank_after": new.hash, "score_before": shared.score_before,
+            "score_after": shared.score_after, "success_before": _success(before), "success_after": _success(after),
+            "score_delta_parts": shared.score_delta_parts(), "families": [r.family for r in requests],
+            "episode_errors": [r.error for r in (*before, *after) if r.error],
+            "reward_definition": reward_definition(cfg), "env_id": self._comparable_id, "suite": cfg.suite,
+            "pool_hash": self.pool.hash,
+        }
+        out = []
+        for request, (ids, (t_before, t_after)) in zip(requests, zip((p[2] for p in prepared), tokens)):
+            size = -cfg.size_coef * (t_after - t_before) / max(t_before, 1)
+            out.append(CommitResult(new.hash, shared.score_delta + size, {
+                **joint,
+                "reward_components": {"shared_score_delta": shared.score_delta, "size": size},
+                "size_before": {"entries": len(ids), "tokens": t_before},
+                "size_after": {"entries": len(request.emitted), "tokens": t_after},
+            }))
+        return out
+
     def _prepare(self, request: CommitRequest) -> tuple[MemoryBank, MemoryBank, tuple[str, ...], list[EvalEpisode]]:
         """Bank v0 and v1, the region's ids and the evaluation episodes of one commit (checked)."""
         cfg, pool = self.config, self.pool

@@ -33,7 +33,7 @@ from dreamer_gym.service.referee import Referee
 from dreamer_gym.suites import SuiteSpec, get_suite_spec, register_suite
 
 logger = logging.getLogger(__name__)
-_OPS = ("public_pool", "commit", "commit_many", "finish", "stats", "worker_pids", "pid")
+_OPS = ("public_pool", "commit", "commit_many", "commit_joint", "finish", "stats", "worker_pids", "pid")
 _STOP_TIMEOUT_S = 30.0
 
 
@@ -55,6 +55,10 @@ class RewardService(Protocol):
 
     def commit_many(self, requests: list[CommitRequest]) -> list[CommitResult]:
         """Score several commits in one evaluation run (a GRPO batch); the same results as one by one."""
+        ...
+
+    def commit_joint(self, requests: list[CommitRequest]) -> list[CommitResult]:
+        """Several agents' commits on disjoint regions of one bank, scored as one bank (the PettingZoo env)."""
         ...
 
     def finish(self) -> list[dict[str, Any]]:
@@ -102,6 +106,9 @@ class InProcessRewardService(_ServiceBase):
 
     def commit_many(self, requests: list[CommitRequest]) -> list[CommitResult]:
         return self.referee.commit_many(list(requests))
+
+    def commit_joint(self, requests: list[CommitRequest]) -> list[CommitResult]:
+        return self.referee.commit_joint(list(requests))
 
     def finish(self) -> list[dict[str, Any]]:
         return self.referee.finish()
@@ -227,6 +234,9 @@ class ProcessRewardService(_ServiceBase):
 
     def commit_many(self, requests: list[CommitRequest]) -> list[CommitResult]:
         return self._call("commit_many", list(requests))
+
+    def commit_joint(self, requests: list[CommitRequest]) -> list[CommitResult]:
+        return self._call("commit_joint", list(requests))
 
     def finish(self) -> list[dict[str, Any]]:
         return self._call("finish")
