@@ -28,6 +28,8 @@ def register_envs() -> None:
         gym.register(
             id=env_id,
             entry_point="dreamer_gym.envs.consolidation:ConsolidationEnv",
+            # gym.make_vec(id, num_envs=N) with no vectorization_mode: sub-envs sharing one reward service
+            vector_entry_point="dreamer_gym.envs.vector:make_shared_vec",
             kwargs=env_kwargs(spec),
             max_episode_steps=None,
             disable_env_checker=False,

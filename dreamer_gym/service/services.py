@@ -203,27 +203,15 @@ class _Duplex:
                 pass
 
 
-class ProcessRewardService(_ServiceBase):
-    """The referee in its own spawned process, started on first use. A service that dies is restarted and
-    the request replayed (requests are pure functions of the request and the config), at most
-    ``max_restarts`` times; a track service (``withhold``) raises instead, since its ledger died with it."""
+class ForwardingService(_ServiceBase):
+    """A service whose every request is ``self._call(op, *args)`` to a referee elsewhere (its own process, or a
+    :class:`~dreamer_gym.service.host.ServiceHost`); the public pool is fetched once."""
 
-    def __init__(self, config: ConsolidationConfig, *, withhold: bool = False, spec: SuiteSpec | None = None,
-                 max_restarts: int = 3) -> None:
-        self.config, self.withhold, self.max_restarts = config, withhold, max_restarts
-        spec = spec or get_suite_spec(config.suite)
-        try:
-            self._payload = pickle.dumps((config, spec, withhold))
-        except (pickle.PicklingError, TypeError, AttributeError) as exc:
-            raise ConfigError(f"the reward service receives the config and the suite spec pickled, and pickling "
-                              f"raised {type(exc).__name__}: {exc}; use module-level pieces in the spec, or "
-                              "service='inprocess'") from exc
-        self._process: subprocess.Popen[bytes] | None = None
-        self._conn: _Duplex | None = None
-        self._public: PublicPool | None = None
-        self.restarts = 0
+    _public: PublicPool | None
 
-    # --- requests ------------------------------------------------------------------------------------------------
+    def _call(self, op: str, *args: Any) -> Any:  # pragma: no cover - overridden
+        raise NotImplementedError
+
     def public_pool(self) -> PublicPool:
         if self._public is None:
             self._public = self._call("public_pool")
@@ -244,6 +232,28 @@ class ProcessRewardService(_ServiceBase):
     def stats(self) -> dict[str, int]:
         return self._call("stats")
 
+
+class ProcessRewardService(ForwardingService):
+    """The referee in its own spawned process, started on first use. A service that dies is restarted and
+    the request replayed (requests are pure functions of the request and the config), at most
+    ``max_restarts`` times; a track service (``withhold``) raises instead, since its ledger died with it."""
+
+    def __init__(self, config: ConsolidationConfig, *, withhold: bool = False, spec: SuiteSpec | None = None,
+                 max_restarts: int = 3) -> None:
+        self.config, self.withhold, self.max_restarts = config, withhold, max_restarts
+        spec = spec or get_suite_spec(config.suite)
+        try:
+            self._payload = pickle.dumps((config, spec, withhold))
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:
+            raise ConfigError(f"the reward service receives the config and the suite spec pickled, and pickling "
+                              f"raised {type(exc).__name__}: {exc}; use module-level pieces in the spec, or "
+                              "service='inprocess'") from exc
+        self._process: subprocess.Popen[bytes] | None = None
+        self._conn: _Duplex | None = None
+        self._public: PublicPool | None = None
+        self.restarts = 0
+
+    # --- requests ------------------------------------------------------------------------------------------------
     def worker_pids(self) -> list[int]:
         return self._call("worker_pids")
 

@@ -86,3 +86,79 @@ def test_scaling_ratios(require_measuring, perf):
     assert ray4 >= 3.0, f"Ray with 4 actors is {ray4:.2f}x one actor; floor 3.0x"
     assert pool4 >= 3.0, f"the process pool with 4 workers is {pool4:.2f}x one worker; floor 3.0x"
     assert ray1 >= 0.6, f"Ray with 1 actor is {ray1:.2f}x in-process; floor 0.6x"
+
+
+# --- vector envs: one shared reward service against separate envs ---------------------------------------------
+VEC_SIZES = (1, 2, 4)
+VEC_ROUNDS = 3
+
+
+@pytest.fixture(scope="module")
+def latency_pool(tmp_path_factory) -> str:
+    from dreamer_gym.pool import build_pool
+    from dreamer_gym.suites import make_suite
+
+    pool = build_pool(make_suite("latency", latency_s=0.0), SPEC.families, seeds=(0, 1), eval_variations=8,
+                      gold_variations=2)
+    path = tmp_path_factory.mktemp("latency") / "latency-v0.json.gz"
+    pool.save(path)
+    return str(path)
+
+
+def _vector(kind: str, n: int, pool: str):
+    """``n`` sub-envs on the latency suite, evaluation on a 4-worker process pool each: one shared reward
+    service (``make_shared_vec``, what ``gym.make_vec(id, num_envs=n)`` builds), or gymnasium's own
+    SyncVectorEnv of separate envs (a service each)."""
+    import functools
+
+    import gymnasium as gym
+
+    from dreamer_gym.envs.consolidation import ConsolidationEnv
+    from dreamer_gym.envs.vector import make_shared_vec
+
+    kwargs = dict(suite="latency", pool=pool, eval_in_family=4, eval_other=2, workers=4)
+    if kind == "shared":
+        return make_shared_vec(num_envs=n, **kwargs)
+    return gym.vector.SyncVectorEnv([functools.partial(ConsolidationEnv, **kwargs)] * n)
+
+
+def _round(envs, n: int, seed: int) -> list[float]:
+    from dreamer_gym.consolidators.base import call
+
+    _, infos = envs.reset(seed=[seed * 10 + i for i in range(n)])
+    envs.step([call("keep", ids=[e["id"] for e in region][: len(region) // 2]) for region in infos["region"]])
+    _, rewards, terminated, _, _ = envs.step([call("commit")] * n)
+    assert terminated.all()
+    return rewards.tolist()
+
+
+@pytest.mark.parametrize("kind", ["separate", "shared"])
+@pytest.mark.parametrize("n", VEC_SIZES)
+def test_vector_env_commits(benchmark, perf, latency_pool, kind, n, vector_results):
+    benchmark.group = f"make_vec on the latency suite: reset, keep half, commit ({n} envs)"
+    envs = _vector(kind, n, latency_pool)
+    seeds = iter(range(1000))
+    try:
+        _round(envs, n, 999)  # warm: services, worker pools
+        out = benchmark.pedantic(lambda: _round(envs, n, next(seeds)), rounds=VEC_ROUNDS, warmup_rounds=0)
+    finally:
+        envs.close()
+    vector_results[(kind, n)] = out
+    if ("separate", n) in vector_results and ("shared", n) in vector_results:
+        assert vector_results[("separate", n)] == vector_results[("shared", n)]  # the same rewards, last round
+    perf.record(benchmark, f"make_vec {kind} x{n}", per=n, unit="commit")
+
+
+@pytest.fixture(scope="module")
+def vector_results() -> dict:
+    return {}
+
+
+def test_vector_ratios(require_measuring, perf):
+    for n in VEC_SIZES:
+        separate, shared = perf.median(f"make_vec separate x{n}"), perf.median(f"make_vec shared x{n}")
+        perf.notes[f"make_vec x{n}"] = (f"separate {1 / separate:.2f} commits/s, shared {1 / shared:.2f} commits/s, "
+                                        f"shared/separate {separate / shared:.2f}x")
+    value = perf.median("make_vec separate x4") / perf.median("make_vec shared x4")
+    perf.ratio("make_vec x4: shared / separate", value, ">= 2.0x", value >= 2.0, ">= 1.2x", value >= 1.2)
+    assert value >= 1.2, f"4 envs sharing one service are {value:.2f}x separate envs; floor 1.2x"

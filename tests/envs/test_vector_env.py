@@ -1,0 +1,73 @@
+"""Vector envs that share evaluation (``gym.make_vec(id, num_envs=N)``, sync and async) against separate envs
+(gymnasium's own ``vectorization_mode="sync"``), on real ScienceWorld: identical results, one reward service
+and one simulator instead of N, a step's commits scored in one batch."""
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+import dreamer_gym  # noqa: F401 - registers the ids
+from dreamer_gym.consolidators.base import call
+from dreamer_gym.envs.vector import SharedAsyncVectorEnv, SharedSyncVectorEnv
+from dreamer_gym.errors import ConfigError, FrozenParameterError, RewardServiceError
+
+from helpers import child_jvms
+
+pytestmark = pytest.mark.jvm
+ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
+N = 2
+
+
+def one_round(envs: gym.vector.VectorEnv) -> dict:
+    """Reset on fixed seeds, keep half of each region, commit both in the same step, then one more step
+    (gymnasium's next-step autoreset); what came back, and the JVMs running at the commit."""
+    _, infos = envs.reset(seed=[5, 6])
+    keep = [[e["id"] for e in region][: len(region) // 2] for region in infos["region"]]
+    envs.step([call("keep", ids=ids) for ids in keep])
+    _, rewards, terminated, _, infos = envs.step([call("commit")] * N)
+    jvms = len(child_jvms())
+    obs, *_ = envs.step([call("commit")] * N)  # the autoreset step: fresh episodes, full budgets
+    return {"rewards": rewards.tolist(), "terminated": terminated.tolist(), "jvms": jvms,
+            "scores": list(zip(infos["score_before"].tolist(), infos["score_after"].tolist())),
+            "banks_after": infos["bank_after"].tolist(), "budgets_after_reset": obs["budget"][:, 0].tolist()}
+
+
+@pytest.fixture(scope="module")
+def separate() -> dict:
+    envs = gym.make_vec(ENV_ID, num_envs=N, vectorization_mode="sync")
+    try:
+        return one_round(envs)
+    finally:
+        envs.close()
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("vector_mode, cls", [("sync", SharedSyncVectorEnv), ("async", SharedAsyncVectorEnv)])
+def test_shared_evaluation_gives_the_separate_envs_results_with_one_simulator(separate, vector_mode, cls):
+    envs = gym.make_vec(ENV_ID, num_envs=N, vector_mode=vector_mode)
+    try:
+        assert isinstance(envs, cls)
+        shared = one_round(envs)
+        assert envs.batch_sizes == [N]  # both commits of the step: one evaluation run
+        host = getattr(envs, "host", None)
+    finally:
+        envs.close()
+    assert {k: v for k, v in shared.items() if k != "jvms"} == {k: v for k, v in separate.items() if k != "jvms"}
+    assert separate["rewards"][0] != 0.0 and separate["terminated"] == [True] * N  # a real score change
+    assert separate["jvms"] == N and shared["jvms"] == 1  # one simulator instead of one per sub-env
+    if host is not None:  # the async envs' host stopped with them
+        with pytest.raises(RewardServiceError, match="cannot reach the reward host"):
+            host.client().stats()
+
+
+def test_the_default_make_vec_shares_and_bad_settings_raise():
+    envs = gym.make_vec(ENV_ID, num_envs=2)
+    try:
+        assert isinstance(envs, SharedSyncVectorEnv)
+        assert all(e.unwrapped.service is envs.service for e in envs.envs)
+    finally:
+        envs.close()
+    with pytest.raises(ConfigError, match="`vector_mode` to be one of"):
+        gym.make_vec(ENV_ID, num_envs=2, vector_mode="threads")
+    with pytest.raises(FrozenParameterError, match="eval_in_family"):
+        gym.make_vec(ENV_ID, num_envs=2, eval_in_family=1)
