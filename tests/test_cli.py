@@ -112,6 +112,16 @@ def test_env_and_llm_flags_are_generated_from_the_config_dataclasses() -> None:
     assert _llm_config(args, "consolidator") == LLMConfig(model="m", timeout_s=9.0).to_dict()
 
 
+def test_the_ray_executor_is_chosen_on_the_command_line() -> None:
+    from dreamer_gym.cli import _env_kwargs, parse_args
+    from dreamer_gym.envs.config import ConsolidationConfig
+
+    kwargs = _env_kwargs(parse_args(["consolidate", "--executor", "ray", "--workers", "4",
+                                     "--ray-address", "10.0.0.5:6379"]))
+    assert kwargs == {"executor": "ray", "workers": 4, "ray_address": "10.0.0.5:6379"}
+    assert ConsolidationConfig(**kwargs).executor_options() == {"address": "10.0.0.5:6379"}
+
+
 def test_old_flag_names_still_parse_to_the_new_fields() -> None:
     from dreamer_gym.cli import _env_kwargs, _llm_config, parse_args
 
