@@ -1,0 +1,73 @@
+"""The reward host (what async vector envs share): clients in other threads or processes, commits that arrive
+together scored in one batch, errors delivered to the client that caused them, strangers refused."""
+from __future__ import annotations
+
+import threading
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Client
+from pathlib import Path
+
+import pytest
+
+from dreamer_gym.envs.config import ConsolidationConfig
+from dreamer_gym.errors import RewardServiceError
+from dreamer_gym.pool import build_pool
+from dreamer_gym.service import CommitRequest, InProcessRewardService
+from dreamer_gym.service.host import ServiceHost
+from dreamer_gym.suites import get_suite_spec, make_suite
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory) -> ConsolidationConfig:
+    pool = build_pool(make_suite("latency", latency_s=0.0), get_suite_spec("latency").families, seeds=(0,),
+                      eval_variations=4, gold_variations=2)
+    pool.save(path := Path(tmp_path_factory.mktemp("latency")) / "latency-v0.json.gz")
+    return ConsolidationConfig(suite="latency", pool=str(path), eval_in_family=3, eval_other=1, service="inprocess")
+
+
+def requests_for(service: InProcessRewardService) -> list[CommitRequest]:
+    bank = service.public_pool().banks[0]
+    out = []
+    for i, family in enumerate(sorted({e.family for e in bank})):
+        kept = tuple(e for e in bank if e.family == family)[:1]  # keep one entry of the region
+        out.append(CommitRequest(0, family, episode_seed=i, emitted=kept))
+    return out
+
+
+def test_commits_arriving_together_are_one_batch_with_the_direct_results(config):
+    direct = InProcessRewardService(config)
+    expected = [direct.commit(r) for r in requests_for(direct)]
+    direct.close()
+    service = InProcessRewardService(config)
+    host = ServiceHost(service, batch_window_s=0.5)
+    try:
+        requests = requests_for(service)
+        got: dict[int, object] = {}
+        threads = [threading.Thread(target=lambda i=i: got.__setitem__(i, host.client().commit(requests[i])))
+                   for i in range(len(requests))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert [got[i] for i in range(len(requests))] == expected
+        assert host.batch_sizes == [len(requests)]  # both clients' commits: one evaluation run
+        assert expected[0].reward is not None and expected[0].info["score_before"] >= 0
+    finally:
+        host.close()
+        service.close()
+
+
+def test_a_bad_request_fails_its_client_only_and_strangers_are_refused(config):
+    service = InProcessRewardService(config)
+    host = ServiceHost(service)
+    try:
+        client = host.client()
+        with pytest.raises(RewardServiceError, match="bank_index"):
+            client.commit(CommitRequest(99, "open-safe", 0, ()))
+        assert client.stats()["failures"] == 0  # the host serves on
+        with pytest.raises(AuthenticationError):
+            Client(host.address, authkey=b"not the key")
+        assert len(client.public_pool().banks) == 1
+    finally:
+        host.close()
+        service.close()
