@@ -130,6 +130,12 @@ def test_a_spec_that_cannot_reach_an_actor_fails_at_once():
         RayExecutor(ECHO, actors=0)
 
 
+def test_without_ray_installed_the_error_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # what an install without the `ray` extra looks like
+    with pytest.raises(ConfigError, match=r"pip install 'dreamer-gym\[ray\]'"):
+        RayExecutor(LATENCY, {}, LATENCY_AGENT, actors=1)
+
+
 def test_actors_the_cluster_cannot_place_fail_with_the_numbers():
     if not ray.is_initialized():  # else the executor would start an instance sized for its actors
         ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=256 * 1024**2, log_to_driver=False)

@@ -18,7 +18,12 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
-from pettingzoo import ParallelEnv
+
+try:
+    from pettingzoo import ParallelEnv
+except ImportError as exc:  # pragma: no cover - the extra is in the Makefile's set
+    raise ImportError("the parallel env needs PettingZoo: pip install 'dreamer-gym[pettingzoo]' "
+                      "(pettingzoo==1.27.0)") from exc
 
 from dreamer_gym.envs.config import ConsolidationConfig
 from dreamer_gym.envs.consolidation import REGION_CHARS, ConsolidationEnv
