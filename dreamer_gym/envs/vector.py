@@ -64,6 +64,16 @@ class SharedSyncVectorEnv(SyncVectorEnv):
         super().__init__([functools.partial(_sub_env, service, env_kwargs, True)] * num_envs, **vector_kwargs)
 
     def step(self, actions: Any):
+        try:
+            self._stage(actions)
+        except BaseException:
+            for env in self.envs:  # nothing staged may outlive a failed step
+                env.staged = None  # type: ignore[attr-defined]
+            raise
+        return super().step(actions)
+
+    def _stage(self, actions: Any) -> None:
+        """Every sub-env up to its commit, the step's commits in one batch; results staged for the step."""
         pending = []
         for i, (env, action) in enumerate(zip(self.envs, iterate(self.action_space, actions))):
             if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._autoreset_envs[i]:
@@ -79,7 +89,6 @@ class SharedSyncVectorEnv(SyncVectorEnv):
             self.batch_sizes.append(len(pending))
             for env, result in zip(pending, results):
                 env.staged = env.unwrapped.settle(result)  # type: ignore[attr-defined]
-        return super().step(actions)
 
     def close_extras(self, **kwargs: Any) -> None:
         super().close_extras(**kwargs)
