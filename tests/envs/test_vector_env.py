@@ -20,12 +20,13 @@ N = 2
 
 def one_round(envs: gym.vector.VectorEnv) -> dict:
     """Reset on fixed seeds, keep half of each region, commit both in the same step, then one more step
-    (gymnasium's next-step autoreset); what came back, and the JVMs running at the commit."""
+    (gymnasium's next-step autoreset); what came back, and the JVMs this round started."""
+    running = child_jvms()  # JVMs of other tests' fixtures (a session-scoped env) are not this round's
     _, infos = envs.reset(seed=[5, 6])
     keep = [[e["id"] for e in region][: len(region) // 2] for region in infos["region"]]
     envs.step([call("keep", ids=ids) for ids in keep])
     _, rewards, terminated, _, infos = envs.step([call("commit")] * N)
-    jvms = len(child_jvms())
+    jvms = len(child_jvms() - running)
     obs, *_ = envs.step([call("commit")] * N)  # the autoreset step: fresh episodes, full budgets
     return {"rewards": rewards.tolist(), "terminated": terminated.tolist(), "jvms": jvms,
             "scores": list(zip(infos["score_before"].tolist(), infos["score_after"].tolist())),
