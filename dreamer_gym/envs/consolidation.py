@@ -229,6 +229,11 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         return self._obs(), float(reward), terminated, truncated, info
 
     @property
+    def region_ids(self) -> tuple[str, ...]:
+        """The ids of the working region this episode replaces (() before the first reset)."""
+        return () if self._ws is None else tuple(self._ws.region.entry_ids)
+
+    @property
     def pending_commit(self) -> CommitRequest | None:
         """The commit :meth:`act` left for the caller to score, if any."""
         return None if self._pending is None else self._pending[0]

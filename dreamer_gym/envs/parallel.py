@@ -175,8 +175,8 @@ class ConsolidationParallelEnv(ParallelEnv):
         agents = list(self.agents)
         requests = [self._subs[a].pending_commit for a in agents]
         bank = self._subs[agents[0]].pool.banks[requests[0].bank_index]  # type: ignore[union-attr]
-        regions = [self._subs[a]._ws.region.entry_ids for a in agents]  # type: ignore[union-attr]
-        joint = bank.replace(tuple(i for ids in regions for i in ids), tuple(e for r in requests for e in r.emitted))  # type: ignore[union-attr]
+        replaced = tuple(i for a in agents for i in self._subs[a].region_ids)
+        joint = bank.replace(replaced, tuple(e for r in requests for e in r.emitted))  # type: ignore[union-attr]
         results = self.service.commit_joint(requests)  # type: ignore[arg-type]
         for agent, result in zip(agents, results):
             obs, reward, _, _, info = self._subs[agent].settle(result, expected_bank=joint.hash)
