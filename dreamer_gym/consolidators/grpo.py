@@ -61,7 +61,8 @@ class GRPOConsolidator:
 
         model, tokenizer = self._policy()
         region = info["region"]
-        grammar = CommandState.of([e["id"] for e in region], self.grammar)
+        config = env.unwrapped.config
+        grammar = CommandState.for_region(region, self.grammar, config.max_entry_tokens, config.max_emitted)
         decoder = ConstrainedDecoder(model, tokenizer, self.temperature, greedy=self.greedy)
         turn_format = TurnFormat.from_tokenizer(tokenizer)
         state = DecodeState(queued=prompt_ids(tokenizer, info["family"], region, self.max_turns, self.preview_words,
@@ -92,4 +93,15 @@ class GRPODropConsolidator(GRPOConsolidator):
 
     def __init__(self, checkpoint: str | Path | None = None, **kwargs: Any) -> None:
         default = {"grammar": "drop"} if checkpoint is None else {}  # a checkpoint carries its own grammar
+        super().__init__(checkpoint, **{**default, **kwargs})
+
+
+class GRPOOpsConsolidator(GRPOConsolidator):
+    """``grpo-ops``: the untrained base model under the ``ops`` grammar (one op per group of entries), the
+    baseline a ``grammar: ops`` checkpoint must beat."""
+
+    name = "grpo-ops"
+
+    def __init__(self, checkpoint: str | Path | None = None, **kwargs: Any) -> None:
+        default = {"grammar": "ops"} if checkpoint is None else {}
         super().__init__(checkpoint, **{**default, **kwargs})

@@ -13,7 +13,7 @@ from typing import Any
 import gymnasium as gym
 
 from dreamer_gym.consolidators.base import call
-from dreamer_gym.envs.oplevel import op_mask, plan_calls
+from dreamer_gym.envs.oplevel import entry_classes, op_mask, plan_calls
 from dreamer_gym.envs.wrappers import entry_features
 
 
@@ -39,7 +39,9 @@ class OpLevelConsolidator:
         region = info["region"][: self.config.max_entries]
         features = entry_features(region, self.config.max_entries)
         mask = op_mask(region, self.config.max_entries)
-        return self.policy.act(features, mask, len(region), self.config.max_entries, greedy=True)[: len(region)].tolist()
+        classes = entry_classes(region) if self.config.tie == "class" and region else None
+        return self.policy.act(features, mask, len(region), self.config.max_entries, greedy=True,
+                               classes=classes)[: len(region)].tolist()
 
     def actions(self, env: gym.Env, obs: dict[str, Any], info: dict[str, Any]) -> Iterator[str]:
         region = info["region"][: self.config.max_entries]

@@ -38,6 +38,7 @@ BUILTIN: dict[str, str] = {
     "sb3": "dreamer_gym.consolidators.sb3_policy:SB3OpLevelConsolidator",  # sb3:MODEL.zip (MaskablePPO, op level)
     "grpo": "dreamer_gym.consolidators.grpo:GRPOConsolidator",  # grpo:CHECKPOINT (no checkpoint: untrained)
     "grpo-drop": "dreamer_gym.consolidators.grpo:GRPODropConsolidator",  # untrained, `drop` grammar
+    "grpo-ops": "dreamer_gym.consolidators.grpo:GRPOOpsConsolidator",  # untrained, `ops` grammar
     "constant": "dreamer_gym.consolidators.adversarial:ConstantConsolidator",  # red team (privileged)
     "bait": "dreamer_gym.consolidators.adversarial:BaitConsolidator",  # red team (privileged)
     # red team that reads nothing privileged (issue 11; consolidators/red_team.py)

@@ -28,7 +28,7 @@ import numpy as np
 from gymnasium import spaces
 
 from dreamer_gym.envs.op_rules import abstract_text, merge_text, parse_procedure
-from dreamer_gym.envs.wrappers import ENTRY_FEATURES, entry_features
+from dreamer_gym.envs.wrappers import ENTRY_FEATURES, RULE_TAGS, entry_features
 
 OPS: tuple[str, ...] = ("drop", "keep", "merge", "abstract")
 DROP, KEEP, MERGE, ABSTRACT = range(len(OPS))
@@ -42,6 +42,22 @@ def op_mask(region: list[dict[str, Any]], max_entries: int) -> np.ndarray:
         mask[i, KEEP] = mask[i, MERGE] = True
         mask[i, ABSTRACT] = parse_procedure(entry) is not None
     return mask
+
+
+def entry_classes(region: list[dict[str, Any]]) -> np.ndarray:
+    """Per entry, the index of its class: its kind and its rule tags (verbatim, score-jump, location, ...),
+    numbered in order of first appearance. A ``tie: class`` policy plays one op per class."""
+    keys: dict[tuple[str, tuple[str, ...]], int] = {}
+    out = []
+    for entry in region:
+        tags = tuple(sorted(t for t in entry.get("tags", ()) if t in RULE_TAGS))
+        out.append(keys.setdefault((entry["kind"], tags), len(keys)))
+    return np.array(out, dtype=np.int64)
+
+
+def first_members(classes: np.ndarray) -> np.ndarray:
+    """The index of each class's first entry, in class order (an assignment's op of that class is there)."""
+    return np.array([int(np.flatnonzero(classes == c)[0]) for c in range(int(classes.max()) + 1)], dtype=np.int64)
 
 
 def plan_calls(ops: list[int], region: list[dict[str, Any]], max_entry_tokens: int, max_emitted: int,

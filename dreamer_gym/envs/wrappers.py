@@ -58,6 +58,7 @@ ENTRY_FEATURES: tuple[str, ...] = (
 )
 _TAG_FEATURES = {"verbatim": "verbatim", "score_jump": "score-jump", "score_drop": "score-drop", "failure": "failure",
                  "location": "location"}
+RULE_TAGS = frozenset(_TAG_FEATURES.values())  # the tags the rules that write entries give them
 
 
 def entry_features(region: list[dict[str, Any]], max_entries: int) -> np.ndarray:

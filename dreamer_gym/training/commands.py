@@ -18,6 +18,15 @@ free; the rest are forced). Two grammars (``GRAMMARS``):
     drop N            mark entry N to leave out (no env call: the trainer's edit buffer)
     commit            ``keep`` of every entry not dropped (in the region's order), then ``commit``
 
+``ops`` (one op per group of entries; the op-level wrapper's rules write the text)::
+
+    OP G              OP in drop | keep | merge | abstract for group G, the groups in order (A, B, ...: the
+                      letter is forced, the op is the decision): every entry of group G gets OP (a group is
+                      a kind and the writer's tags: "insight [score-jump]"; abstract: procedures only)
+    commit            once every group has an op (forced): play the ops with ``plan_calls`` (``keep`` and
+                      ``emit`` with the entries as provenance), then ``commit``. Out of turns, undecided
+                      groups are kept.
+
 Why two: under ``keep`` a policy that only reads commits an empty region (the worst outcome), so a 135M
 model's first lesson is "keep a lot", and the cheapest way to keep a lot is keep-all, which is worth
 exactly 0. Under ``drop`` the default is keep-all and every gain must come from leaving out the right
@@ -26,9 +35,18 @@ sampled freely, the base model lists every number once it starts a list (in its 
 rollouts dropped the whole region), so each drop is its own decision and at most ``max_turns`` are made.
 
 Entries are numbered 1..n in the region's order, zero-padded to two digits when n >= 10 ("03"), so that
-no number's tokens are a prefix of another's: a segment ends where its tokens end. A command becomes zero
-(``drop``), one or two (``commit`` under ``drop``) env tool calls, so the env's budget, penalties and
-reward apply unchanged; the command never reaches the env as text.
+no number's tokens are a prefix of another's: a segment ends where its tokens end.
+
+Why ``ops``: ``keep`` and ``drop`` select; they cannot write the abstraction the oracle's gains come from, and
+a 135M model spreads one reward over ~25 per-entry choices. Under ``ops`` a region is 3-5 groups, each one
+decision among four ops, two of which write (``merge``: the procedures' consensus plus the distinct facts,
+insights and pitfalls, one entry; ``abstract``: each procedure cut to its supported steps; docs/byo.md). And
+no early commit: offered ``commit`` first, the untrained model chose it (keep-all, worth exactly 0) in 4 of 6
+sampled episodes, so ``commit`` comes only after the last group.
+
+A command becomes zero (``drop``, and ``ops`` but its commit), one or two (``commit`` under ``drop``) or a few
+(``commit`` under ``ops``) env tool calls, so the env's budget, penalties and reward apply unchanged; the
+command never reaches the env as text.
 """
 from __future__ import annotations
 
@@ -38,7 +56,9 @@ from typing import Any
 
 from dreamer_gym.memory.tokens import count_tokens
 
-GRAMMARS: dict[str, tuple[str, ...]] = {"keep": ("read", "keep", "commit"), "drop": ("read", "drop", "commit")}
+GROUP_OPS: tuple[str, ...] = ("drop", "keep", "merge", "abstract")  # the op-level wrapper's OPS, in its order
+GRAMMARS: dict[str, tuple[str, ...]] = {"keep": ("read", "keep", "commit"), "drop": ("read", "drop", "commit"),
+                                        "ops": (*GROUP_OPS, "commit")}
 COMMANDS: tuple[str, ...] = GRAMMARS["keep"]
 END = None  # the option that closes a command (the tokenizer's end-of-turn token)
 
@@ -52,13 +72,41 @@ class CommandState:
     read: set[int] = field(default_factory=set)
     commands: tuple[str, ...] = COMMANDS
     dropped: set[int] = field(default_factory=set)
-    note: str = ""  # the answer to a command that made no env call (``drop``)
+    note: str = ""  # the answer to a command that made no env call (``drop``, and ``ops`` but its commit)
+    groups: list[int] = field(default_factory=list)  # ``ops``: each entry's group (entry_classes)
+    group_allowed: list[tuple[str, ...]] = field(default_factory=list)  # ``ops``: per group, its allowed ops
+    group_ops: dict[int, str] = field(default_factory=dict)  # ``ops``: the op chosen per group so far
+    region: list[dict[str, Any]] = field(default_factory=list)  # ``ops``: what plan_calls reads at commit
+    limits: tuple[int, int] = (0, 0)  # ``ops``: the env's max_entry_tokens and max_emitted
 
     @classmethod
     def of(cls, ids: list[str], grammar: str = "keep") -> CommandState:
         if grammar not in GRAMMARS:
             raise ValueError(f"Expected a grammar in {tuple(GRAMMARS)}, got {grammar!r}")
+        if grammar == "ops":
+            raise ValueError("the `ops` grammar needs the region: use CommandState.for_region")
         return cls(list(ids), commands=GRAMMARS[grammar])
+
+    @classmethod
+    def for_region(cls, region: list[dict[str, Any]], grammar: str = "keep", max_entry_tokens: int = 0,
+                   max_emitted: int = 0) -> CommandState:
+        """The state of an episode on ``region``; ``ops`` also needs the env's limits (its config's
+        ``max_entry_tokens`` and ``max_emitted``) to write what ``merge`` and ``abstract`` emit."""
+        ids = [e["id"] for e in region]
+        if grammar != "ops":
+            return cls.of(ids, grammar)
+        from dreamer_gym.envs.oplevel import OPS, entry_classes, op_mask
+
+        groups = entry_classes(region).tolist() if region else []
+        mask = op_mask(region, max(len(region), 1))
+        allowed = [tuple(op for k, op in enumerate(OPS) if all(mask[i, k] for i, g in enumerate(groups) if g == c))
+                   for c in range(max(groups, default=-1) + 1)]
+        return cls(ids, commands=GRAMMARS["ops"], groups=groups, group_allowed=allowed, region=list(region),
+                   limits=(max_entry_tokens, max_emitted))
+
+    @property
+    def by_group(self) -> bool:
+        return bool(self.group_allowed)
 
     @property
     def drops(self) -> bool:
@@ -66,8 +114,20 @@ class CommandState:
 
     @property
     def holding(self) -> int:
-        """How many entries the new region holds if committed now."""
+        """How many entries the new region holds if committed now (``ops``: merged entries count as one)."""
+        if self.by_group:
+            ops = [self.group_ops.get(g, "keep") for g in self.groups]
+            return sum(op in ("keep", "abstract") for op in ops) + int("merge" in ops)
         return len(self.ids) - len(self.dropped) if self.drops else len(self.kept)
+
+    @staticmethod
+    def letter(group: int) -> str:
+        return chr(ord("A") + group)
+
+    def undecided(self, op: str | None = None) -> list[int]:
+        """``ops``: the groups without an op yet (that allow ``op``)."""
+        return [c for c, allowed in enumerate(self.group_allowed)
+                if c not in self.group_ops and (op is None or op in allowed)]
 
     def number(self, i: int) -> str:
         return f"{i:02d}" if len(self.ids) >= 10 else str(i)
@@ -75,6 +135,13 @@ class CommandState:
     def options(self, chosen: list[str]) -> list[str | None]:
         """The next segment's options after the segments ``chosen`` so far in this command (``END`` closes it)."""
         n = len(self.ids)
+        if self.by_group:
+            left = self.undecided()
+            if not chosen:  # the next group's allowed ops; commit once every group has one
+                return [op for op in GROUP_OPS if op in self.group_allowed[left[0]]] if left else ["commit"]
+            if chosen[0] == "commit" or len(chosen) == 2:
+                return [END]
+            return [f" {self.letter(left[0])}"]
         if not chosen:
             opts: list[str | None] = []
             for c in self.commands:
@@ -102,6 +169,8 @@ class CommandState:
     def apply(self, chosen: list[str]) -> list[str]:
         """The env tool calls (JSON strings) for a finished command, in order; updates the state. A ``drop``
         makes none (its answer is :attr:`note`); ``commit`` under ``drop`` keeps what is left, then commits."""
+        if self.by_group:
+            return self._apply_group(chosen)
         head, numbers = chosen[0], [int(s) for s in chosen[1:]]
         if head == "commit":
             commit = json.dumps({"tool": "commit"})
@@ -123,9 +192,28 @@ class CommandState:
             return []
         raise ValueError(f"unknown command {head!r}")
 
+    def _apply_group(self, chosen: list[str]) -> list[str]:
+        from dreamer_gym.envs.oplevel import OPS, plan_calls
+
+        if chosen[0] != "commit":
+            group = ord(chosen[1].strip()) - ord("A")
+            self.group_ops[group] = chosen[0]
+            members = sum(g == group for g in self.groups)
+            left = " ".join(self.letter(c) for c in self.undecided()) or "none"
+            self.note = (f"{chosen[0]} {self.letter(group)}: {members} entries; not yet chosen: {left} "
+                         f"(kept unless chosen); committing now leaves {self.holding} entries")
+            return []
+        ops = [OPS.index(self.group_ops.get(g, "keep")) for g in self.groups]
+        calls, _ = plan_calls(ops, self.region, *self.limits)
+        self.kept = {i + 1 for i, op in enumerate(ops) if OPS[op] in ("keep", "abstract")}
+        self.dropped = {i + 1 for i, op in enumerate(ops) if OPS[op] == "drop"}
+        return [json.dumps(call) for call in calls] + [json.dumps({"tool": "commit"})]
+
     def key(self) -> str:
-        """The env state a command acts on, as GiGPO's anchor: what is kept, or dropped (reads change no
-        outcome)."""
+        """The env state a command acts on, as GiGPO's anchor: what is kept, or dropped, or the ops chosen per
+        group (reads change no outcome)."""
+        if self.by_group:
+            return ",".join(f"{self.letter(c)}:{op}" for c, op in sorted(self.group_ops.items()))
         return ",".join(map(str, sorted(self.dropped if self.drops else self.kept)))
 
 
@@ -146,6 +234,19 @@ def region_listing(region: list[dict[str, Any]], preview_words: int = 14) -> str
     return "\n".join(lines)
 
 
+def group_listing(region: list[dict[str, Any]], groups: list[int], preview_words: int = 14) -> str:
+    """The region as lettered groups: kind and tags, how many entries and tokens, the first entry's first words."""
+    lines = []
+    for c in range(max(groups, default=-1) + 1):
+        members = [e for e, g in zip(region, groups) if g == c]
+        tags = ",".join(t for t in members[0].get("tags", ()) if not t.startswith("variation:"))
+        label = members[0]["kind"] + (f" [{tags}]" if tags else "")
+        tokens = sum(count_tokens(e["text"]) for e in members)
+        lines.append(f"{CommandState.letter(c)}. {label} x{len(members)}, {tokens}t: "
+                     f"{_preview(members[0]['text'], preview_words)}")
+    return "\n".join(lines)
+
+
 SYSTEM_PROMPT = (
     "You consolidate an agent's memory. The region below is one task family's entries. Keep the entries that "
     "help an agent solve new tasks of this family, drop the rest, then commit. Shorter memory is better when it "
@@ -160,10 +261,25 @@ SYSTEM_PROMPTS: dict[str, str] = {
         "dropped is kept. Shorter memory is better when it keeps what matters.\nCommands, one per turn:\n"
         "  read N - show entry N in full\n  drop N - leave entry N out\n  commit - finish"
     ),
+    "ops": (
+        "You consolidate an agent's memory. The region below is one task family's entries, in groups. Choose "
+        "what to do with each group, then commit; a group not chosen is kept. Shorter memory is better when it "
+        "keeps what matters.\nCommands, one per turn:\n  drop G - leave group G out\n  keep G - keep group G "
+        "as it is\n  merge G - fold group G into one consolidated entry (the steps most procedures share, "
+        "then the distinct facts and insights of every merged group)\n  abstract G - rewrite each procedure "
+        "of group G as its steps that most procedures share\n  commit - finish"
+    ),
 }
 
 
-def first_user_message(family: str, region: list[dict[str, Any]], max_turns: int, preview_words: int = 14) -> str:
+def first_user_message(family: str, region: list[dict[str, Any]], max_turns: int, preview_words: int = 14,
+                       grammar: str = "keep") -> str:
+    if grammar == "ops":
+        from dreamer_gym.envs.oplevel import entry_classes
+
+        groups = entry_classes(region).tolist() if region else []
+        return (f"Family: {family}. {len(region)} entries in {max(groups, default=-1) + 1} groups:\n"
+                f"{group_listing(region, groups, preview_words)}\nYou have {max_turns} turns.")
     return (f"Family: {family}. {len(region)} entries:\n{region_listing(region, preview_words)}\n"
             f"You have {max_turns} turns.")
 
@@ -173,7 +289,7 @@ def result_message(result: str, error: str | None, kept: int, turns_left: int, c
     """The env's answer to one command, cut to ``chars`` (a read shows most of an entry); ``kept`` is what
     the new region would hold."""
     text = f"ERROR: {error}" if error else result
-    status = "Kept so far" if grammar == "keep" else "Left after drops"
+    status = {"keep": "Kept so far", "drop": "Left after drops"}.get(grammar, "Entries if committed")
     return f"{text[:chars]}\n{status}: {kept}. Turns left: {turns_left}."
 
 
@@ -181,6 +297,6 @@ def prompt_ids(tokenizer: Any, family: str, region: list[dict[str, Any]], max_tu
                preview_words: int = 14, grammar: str = "keep") -> list[int]:
     """The episode's prompt tokens: the instructions and the region listing, shown once; the assistant's turn."""
     chat = [{"role": "system", "content": SYSTEM_PROMPTS[grammar]},
-            {"role": "user", "content": first_user_message(family, region, max_turns, preview_words)}]
+            {"role": "user", "content": first_user_message(family, region, max_turns, preview_words, grammar)}]
     ids = tokenizer.apply_chat_template(chat, tokenize=True, add_generation_prompt=True)
     return list(ids["input_ids"] if hasattr(ids, "keys") else ids)

@@ -34,7 +34,8 @@ class GRPOConfig:
     max_turns: int = field(default=6, metadata={"help": "policy turns per rollout; then the trainer commits"})
     preview_words: int = field(default=14, metadata={"help": "words of each entry in the region listing"})
     grammar: str = field(default="keep", metadata={
-        "help": "command grammar: keep (build up from nothing) | drop (edit down from the whole region)"})
+        "help": "command grammar: keep (build up from nothing) | drop (edit down from the whole region) | ops (one op "
+                "per group of entries: drop, keep, merge, abstract)"})
     temperature: float = 1.0
     learning_rate: float = 2e-5
     weight_decay: float = 0.0

@@ -264,7 +264,7 @@ class GRPOTrainer:
             "step": self.step, "reward": float(np.mean(rewards)), "reward_std": float(np.std(rewards)),
             **{k: summary[k] for k in ("score_changed", "keep_all", "empty", "mean_score_delta", "mean_entries_after",
                                        "tool_mix", "forced_commit", "kept_labels", "read_labels", "read_then_kept",
-                                       "dropped_labels")},
+                                       "dropped_labels", "group_ops")},
             "valid_call_rate": 1 - summary["invalid_calls"] / max(sum(len(r.commands) for r in rollouts), 1),
             "response_tokens": float(np.mean([sum(r.policy) for r in rollouts])),
             **metrics,

@@ -34,7 +34,7 @@ class RunLog:
             for key, value in record.items():
                 if isinstance(value, (int, float)) and key != "step":
                     self._tb.add_scalar(f"train/{key}", value, step)
-            for group in ("seconds", "tool_mix", "kept_labels", "dropped_labels"):
+            for group in ("seconds", "tool_mix", "kept_labels", "dropped_labels", "group_ops"):
                 for key, value in record.get(group, {}).items():
                     self._tb.add_scalar(f"{group}/{key}", value, step)
 

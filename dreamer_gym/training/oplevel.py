@@ -23,12 +23,13 @@ import yaml
 from torch import nn
 from tqdm.auto import tqdm
 
-from dreamer_gym.envs.oplevel import DROP, MERGE, OPS, OpLevelWrapper
+from dreamer_gym.envs.oplevel import DROP, MERGE, OPS, OpLevelWrapper, entry_classes, first_members
 from dreamer_gym.envs.wrappers import ENTRY_FEATURES
 from dreamer_gym.errors import ConfigError
 
 CHECKPOINT_FILE = "policy.pt"
 WARM_STARTS = ("", "consensus")
+TIES = ("entry", "class")
 
 
 def consensus_ops(kinds: list[str]) -> np.ndarray:
@@ -85,6 +86,10 @@ class OpLevelConfig(RegionRunConfig):
     # fitted to one-hot targets samples the same assignment G times, its group advantages are all zero, and
     # RL never moves it (measured: entropy 0.01, 24 steps without a change)
     warm_start_smoothing: float = 0.3
+    # "entry": one op sampled per entry (an assignment of ~25 independent draws, one reward for all of them);
+    # "class": one op per entry class (kind and rule tags: ~5 draws a region, entries of a class share it), the
+    # per-entry logits averaged over the class. Credit for one reward is spread over 5 choices, not 25.
+    tie: str = "entry"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -95,6 +100,8 @@ class OpLevelConfig(RegionRunConfig):
             raise ConfigError(f"OpLevelConfig.warm_start_smoothing must be in [0, 1), got {self.warm_start_smoothing}")
         if self.warm_start not in WARM_STARTS:
             raise ConfigError(f"OpLevelConfig.warm_start must be one of {list(WARM_STARTS)}, got {self.warm_start!r}")
+        if self.tie not in TIES:
+            raise ConfigError(f"OpLevelConfig.tie must be one of {list(TIES)}, got {self.tie!r}")
         if self.group_size < 2:
             raise ConfigError(f"OpLevelConfig.group_size must be >= 2 (advantages are relative), got {self.group_size}")
 
@@ -114,16 +121,28 @@ class OpPolicy(nn.Module):
         logits = self.net(torch.cat([x, context.expand_as(x)], dim=-1))
         return logits.masked_fill(~mask, -1e9)
 
-    def distribution(self, features: np.ndarray, mask: np.ndarray, n_entries: int) -> torch.distributions.Categorical:
-        logits = self(torch.as_tensor(features), torch.as_tensor(mask), n_entries)
-        return torch.distributions.Categorical(logits=logits[:n_entries])
+    def distribution(self, features: np.ndarray, mask: np.ndarray, n_entries: int,
+                     classes: np.ndarray | None = None) -> torch.distributions.Categorical:
+        """Over the ops of each entry, or of each class (``classes``: :func:`entry_classes`), whose logits are
+        its entries' mean (an op masked for one member is masked for the class)."""
+        logits = self(torch.as_tensor(features), torch.as_tensor(mask), n_entries)[:n_entries]
+        if classes is not None and n_entries:
+            index = torch.as_tensor(classes[:n_entries])
+            n_classes = int(index.max()) + 1
+            sums = torch.zeros(n_classes, logits.shape[-1]).index_add(0, index, logits)
+            counts = torch.bincount(index, minlength=n_classes).unsqueeze(-1)
+            logits = sums / counts
+        return torch.distributions.Categorical(logits=logits)
 
     @torch.no_grad()
     def act(self, features: np.ndarray, mask: np.ndarray, n_entries: int, max_entries: int,
-            greedy: bool = True, generator: torch.Generator | None = None) -> np.ndarray:
-        """One op per row (padding: drop); greedy = the most likely op."""
-        dist = self.distribution(features, mask, n_entries)
+            greedy: bool = True, generator: torch.Generator | None = None,
+            classes: np.ndarray | None = None) -> np.ndarray:
+        """One op per row (padding: drop); greedy = the most likely op; with ``classes``, one op per class."""
+        dist = self.distribution(features, mask, n_entries, classes)
         ops = dist.probs.argmax(-1) if greedy else torch.multinomial(dist.probs, 1, generator=generator).squeeze(-1)
+        if classes is not None and n_entries:
+            ops = ops[torch.as_tensor(classes[:n_entries])]
         action = np.zeros(max_entries, dtype=np.int64)
         action[:n_entries] = ops.numpy()
         return action
@@ -168,14 +187,21 @@ class OpLevelTrainer:
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr)
         self.out = Path(config.output_dir)
 
+    def classes(self, region: list[dict[str, Any]]) -> np.ndarray | None:
+        """Each entry's class under ``tie: class``; None (one op per entry) under ``tie: entry``."""
+        return entry_classes(region) if self.config.tie == "class" and region else None
+
     def rollout_group(self, seed: int) -> dict[str, Any]:
         """``group_size`` sampled op assignments on the region of reset ``seed``, each committed."""
         features, info = self.env.reset(seed=seed)
         mask, n = info["action_mask"], info["n_entries"]
-        kinds = [e["kind"] for e in info["region"][: self.config.max_entries]]
+        region = info["region"][: self.config.max_entries]
+        kinds = [e["kind"] for e in region]
+        classes = self.classes(region)
         actions, rewards, scores_changed, ops_by_kind = [], [], [], {}
         for _ in range(self.config.group_size):
-            action = self.policy.act(features, mask, n, self.config.max_entries, greedy=False, generator=self.generator)
+            action = self.policy.act(features, mask, n, self.config.max_entries, greedy=False, generator=self.generator,
+                                     classes=classes)
             self.env.reset(seed=seed)
             _, reward, _, _, step_info = self.env.step(action)
             actions.append(action)
@@ -184,17 +210,20 @@ class OpLevelTrainer:
             for kind, op in zip(kinds, action[:n].tolist()):
                 ops_by_kind.setdefault(kind, {}).setdefault(OPS[op], 0)
                 ops_by_kind[kind][OPS[op]] += 1
-        return {"features": features, "mask": mask, "n": n, "actions": actions, "rewards": np.array(rewards),
+        return {"features": features, "mask": mask, "n": n, "classes": classes, "actions": actions,
+                "rewards": np.array(rewards),
                 "score_changed": float(np.mean(scores_changed)), "ops_by_kind": ops_by_kind, "family": info["family"]}
 
     def update(self, groups: list[dict[str, Any]]) -> dict[str, float]:
         losses, entropies = [], []
         for group in groups:
             advantages = group_advantages(group["rewards"])
-            dist = self.policy.distribution(group["features"], group["mask"], group["n"])
+            classes = group["classes"]
+            dist = self.policy.distribution(group["features"], group["mask"], group["n"], classes)
+            picks = first_members(classes) if classes is not None else np.arange(group["n"])
             for action, advantage in zip(group["actions"], advantages):
-                log_prob = dist.log_prob(torch.as_tensor(action[: group["n"]])).sum()
-                losses.append(-float(advantage) * log_prob / max(group["n"], 1))
+                log_prob = dist.log_prob(torch.as_tensor(action[picks])).sum()
+                losses.append(-float(advantage) * log_prob / max(len(picks), 1))
             entropies.append(dist.entropy().mean())
         entropy = torch.stack(entropies).mean()
         loss = torch.stack(losses).mean() - self.config.entropy_coef * entropy
@@ -212,24 +241,26 @@ class OpLevelTrainer:
         for seed in self.config.region_seeds:
             features, info = self.env.reset(seed=seed)
             n, mask = info["n_entries"], info["action_mask"]
-            kinds = [e["kind"] for e in info["region"][: self.config.max_entries]]
-            target = torch.as_tensor(consensus_ops(kinds[:n]))
-            allowed = torch.as_tensor(mask[:n], dtype=torch.float32)
+            region = info["region"][: self.config.max_entries]
+            classes = self.classes(region)
+            picks = first_members(classes) if classes is not None else np.arange(n)
+            target = torch.as_tensor(consensus_ops([e["kind"] for e in region])[picks])
+            allowed = torch.as_tensor(mask[picks], dtype=torch.float32)  # a class's: its first member's
             soft = (1 - s) * nn.functional.one_hot(target, len(OPS)).float() + s * allowed / allowed.sum(-1, keepdim=True)
-            regions.append((features, mask, n, target, soft))
+            regions.append((features, mask, n, classes, target, soft))
         optimizer = torch.optim.Adam(self.policy.parameters(), lr=self.config.lr)
         for _ in range(self.config.warm_start_steps):
-            loss = torch.stack([-(soft * self.policy.distribution(f, m, n).logits).sum(-1).mean()
-                                for f, m, n, _, soft in regions]).mean()
+            loss = torch.stack([-(soft * self.policy.distribution(f, m, n, c).logits).sum(-1).mean()
+                                for f, m, n, c, _, soft in regions]).mean()
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
         with torch.no_grad():
-            dists = [(self.policy.distribution(f, m, n), target) for f, m, n, target, _ in regions]
+            dists = [(self.policy.distribution(f, m, n, c), target) for f, m, n, c, target, _ in regions]
             agree = sum(int((d.probs.argmax(-1) == target).sum()) for d, target in dists)
             entropy = float(torch.cat([d.entropy() for d, _ in dists]).mean())
         return {"warm_start": self.config.warm_start, "warm_start_loss": float(loss.detach()),
-                "warm_start_agreement": agree / max(sum(r[2] for r in regions), 1), "warm_start_entropy": entropy}
+                "warm_start_agreement": agree / max(sum(len(r[4]) for r in regions), 1), "warm_start_entropy": entropy}
 
     def train(self, progress: bool = True) -> list[dict[str, Any]]:
         self.out.mkdir(parents=True, exist_ok=True)

@@ -19,6 +19,7 @@ def summarise_rollouts(rollouts: list[Rollout]) -> dict[str, Any]:
     kept: Counter[str] = Counter(label for r in rollouts for label in r.kept_labels)
     read: Counter[str] = Counter(label for r in rollouts for label in r.read_labels)
     dropped: Counter[str] = Counter(label for r in rollouts for label in r.dropped_labels)
+    group_ops: Counter[str] = Counter(label for r in rollouts for label in r.group_ops)
     n = max(len(rollouts), 1)
     return {
         "rollouts": len(rollouts),
@@ -35,6 +36,7 @@ def summarise_rollouts(rollouts: list[Rollout]) -> dict[str, Any]:
         "kept_labels": dict(kept.most_common()),  # kind/tag of the kept entries: what the policy selects
         "read_labels": dict(read.most_common()),
         "dropped_labels": dict(dropped.most_common()),  # ``drop`` grammar: what the policy leaves out
+        "group_ops": dict(group_ops.most_common()),  # ``ops`` grammar: the op each entry got, by kind/tag
         "read_then_kept": sum(bool(set(r.read_labels)) and bool(r.kept_labels) for r in rollouts) / n,
     }
 

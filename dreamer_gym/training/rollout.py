@@ -46,6 +46,7 @@ class Rollout:
     kept_labels: list[str] = field(default_factory=list)  # per kept entry: its kind and the writer's tags
     dropped_labels: list[str] = field(default_factory=list)  # per dropped entry (``drop`` grammar): the same
     read_labels: list[str] = field(default_factory=list)  # per read entry: the same
+    group_ops: list[str] = field(default_factory=list)  # ``ops`` grammar: per entry, "OP kind/tag" as committed
     reward: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
 
@@ -138,7 +139,8 @@ class RolloutCollector:
     def _play(self, env: ConsolidationEnv, info: dict[str, Any], group: int, seed: int, prompt: list[int],
               state: DecodeState, generator: torch.Generator | None) -> Rollout:
         region = info["region"]
-        grammar = CommandState.of([e["id"] for e in region], self.grammar)
+        config = env.config
+        grammar = CommandState.for_region(region, self.grammar, config.max_entry_tokens, config.max_emitted)
         r = Rollout(group, seed, info["family"], int(info["bank"]), list(prompt), len(prompt))
         for turn in range(self.max_turns):
             r.turn_keys.append(grammar.key())
@@ -150,7 +152,7 @@ class RolloutCollector:
                 r.logprobs.append(d.logprob)
                 r.turn_of.append(turn)
             actions = grammar.apply(chosen)
-            numbers = [int(x) for x in chosen[1:]]
+            numbers = [] if grammar.by_group else [int(x) for x in chosen[1:]]
             labels = [_label(region[i - 1]) for i in numbers]
             if chosen[0] == "keep":
                 r.kept_labels += labels
@@ -184,6 +186,9 @@ class RolloutCollector:
     def _finish(r: Rollout, grammar: CommandState, region: list[dict[str, Any]]) -> Rollout:
         if grammar.drops:  # what the commit kept: every entry not dropped
             r.kept_labels = [_label(region[i - 1]) for i in sorted(grammar.kept)]
+        if grammar.by_group:  # what the commit played on each entry
+            r.dropped_labels = [_label(region[i - 1]) for i in sorted(grammar.dropped)]
+            r.group_ops = [f"{grammar.group_ops.get(g, 'keep')} {_label(e)}" for e, g in zip(region, grammar.groups)]
         return r
 
     @staticmethod

@@ -181,6 +181,59 @@ def test_drop_grammar_rollouts_commit_what_was_not_dropped(tiny_model_dir: Path,
         trainer.close()
 
 
+def test_ops_grammar_decides_one_op_per_group_in_order_then_plays_the_op_level_rules() -> None:
+    """Under ``ops`` the letters are forced and only the op is a decision; ``commit`` is offered once every
+    group has an op, and it plays exactly the op-level wrapper's calls (``plan_calls``) for those ops."""
+    import json
+
+    from dreamer_gym.envs.consolidation import ConsolidationEnv
+    from dreamer_gym.envs.oplevel import DROP, KEEP, MERGE, entry_classes, plan_calls
+
+    env = ConsolidationEnv.experiment("MemoryConsolidation-ScienceWorld-v0", **CHEAP)
+    try:
+        _, info = env.reset(seed=4)
+    finally:
+        env.close()
+    region, cfg = info["region"], env.config
+    groups = entry_classes(region).tolist()
+    state = CommandState.for_region(region, "ops", cfg.max_entry_tokens, cfg.max_emitted)
+    assert len(state.group_allowed) == max(groups) + 1 >= 3 and state.holding == len(region)
+    ops = {}
+    for c, allowed in enumerate(state.group_allowed):
+        assert state.options([]) == list(allowed) and "commit" not in state.options([])
+        assert state.options(["drop"]) == [f" {chr(65 + c)}"]  # the letter is forced: the next group in order
+        op = "merge" if "procedure" in region[groups.index(c)]["kind"] else ("drop" if c % 2 else "keep")
+        assert state.apply([op, f" {chr(65 + c)}"]) == []  # no env call until the commit
+        assert state.options([op, f" {chr(65 + c)}"]) == [None]
+        ops[c] = op
+    assert state.options([]) == ["commit"] and state.key() == ",".join(f"{chr(65 + c)}:{o}" for c, o in ops.items())
+    expected, _ = plan_calls([{"drop": DROP, "keep": KEEP, "merge": MERGE}[ops[g]] for g in groups], region,
+                             cfg.max_entry_tokens, cfg.max_emitted)
+    assert state.apply(["commit"]) == [json.dumps(c) for c in expected] + ['{"tool": "commit"}']
+    with pytest.raises(ValueError, match="for_region"):
+        CommandState.of([e["id"] for e in region], "ops")
+
+
+def test_ops_grammar_rollouts_commit_the_groups_ops(tiny_model_dir: Path, tmp_path: Path) -> None:
+    trainer = GRPOTrainer(_config(tiny_model_dir, tmp_path, num_generations=3, grammar="ops", max_turns=6))
+    try:
+        rollouts = trainer.collector.collect(trainer.resets(0), 3, torch.Generator().manual_seed(1))
+        prompt = trainer.tokenizer.decode(rollouts[0].tokens[: rollouts[0].prompt_len])
+        assert "merge G - " in prompt and "A. " in prompt and "keep N M" not in prompt
+        for r in rollouts:
+            n = r.info["size_before"]["entries"]
+            assert r.commands[-1] == "commit" and not r.forced_commit and r.errors == [None] * len(r.commands)
+            assert [c.split()[1] for c in r.commands[:-1]] == [chr(65 + k) for k in range(len(r.commands) - 1)]
+            assert len(r.group_ops) == n and r.info["last_error"] is None
+            played = {c.split()[1]: c.split()[0] for c in r.commands[:-1]}
+            assert r.keep_all == (set(played.values()) == {"keep"})
+            assert math.isfinite(r.reward)
+        record = trainer.train_step()
+        assert sum(record["group_ops"].values()) == sum(r.info["size_before"]["entries"] for r in rollouts)
+    finally:
+        trainer.close()
+
+
 def test_config_errors_name_the_field(tmp_path: Path) -> None:
     from dreamer_gym.errors import ConfigError
 
@@ -242,6 +295,7 @@ def test_a_checkpoint_carries_its_grammar_into_evaluation(tmp_path: Path) -> Non
 
     (tmp_path / "trainer_state.json").write_text(json.dumps({"config": {"grammar": "keep"}}))
     assert make_consolidator("grpo-drop").grammar == "drop"
+    assert make_consolidator("grpo-ops").grammar == "ops"
     assert make_consolidator(f"grpo-drop:{tmp_path}").grammar == "keep"
     assert make_consolidator(f"grpo:{tmp_path}").grammar == "keep"
     (tmp_path / "trainer_state.json").write_text(json.dumps({"config": {"grammar": "drop"}}))

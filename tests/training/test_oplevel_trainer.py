@@ -10,9 +10,10 @@ import torch
 
 import dreamer_gym  # noqa: F401
 from dreamer_gym.consolidators import make_consolidator, run_episode
-from dreamer_gym.envs.oplevel import OpLevelWrapper
+from dreamer_gym.envs.oplevel import OpLevelWrapper, entry_classes, first_members
+from dreamer_gym.envs.wrappers import ENTRY_FEATURES
 from dreamer_gym.errors import ConfigError
-from dreamer_gym.training.oplevel import OpLevelConfig, OpLevelTrainer, group_advantages, load_policy
+from dreamer_gym.training.oplevel import OpLevelConfig, OpLevelTrainer, OpPolicy, group_advantages, load_policy
 
 from helpers import make_env
 
@@ -26,8 +27,10 @@ def test_group_advantages_are_zero_for_a_flat_group_and_z_scores_otherwise() -> 
     assert adv.tolist() == [-1.0, 1.0]
 
 
-def test_oplevel_step_changes_the_policy_and_its_checkpoint_plays_as_a_consolidator(tmp_path: Path) -> None:
-    config = OpLevelConfig(steps=1, regions_per_step=1, group_size=3, region_seeds=(0,), output_dir=str(tmp_path), seed=1)
+@pytest.mark.parametrize("tie", ["entry", "class"])
+def test_oplevel_step_changes_the_policy_and_its_checkpoint_plays_as_a_consolidator(tmp_path: Path, tie: str) -> None:
+    config = OpLevelConfig(steps=1, regions_per_step=1, group_size=3, region_seeds=(0,), output_dir=str(tmp_path), seed=1,
+                           tie=tie)
     env = OpLevelWrapper(make_env(ENV_ID, eval_in_family=1, eval_other=0))
     trainer = OpLevelTrainer(config, env=env)
     before = [p.detach().clone() for p in trainer.policy.parameters()]
@@ -42,11 +45,35 @@ def test_oplevel_step_changes_the_policy_and_its_checkpoint_plays_as_a_consolida
     consolidator = make_consolidator(f"oplevel:{tmp_path / 'checkpoint-1'}")
     _, info = env.reset(seed=0)
     features, mask = env.reset(seed=0)[0], info["action_mask"]
-    greedy = trainer.policy.act(features, mask, info["n_entries"], 50)[: info["n_entries"]].tolist()
+    classes = entry_classes(info["region"]) if tie == "class" else None
+    greedy = trainer.policy.act(features, mask, info["n_entries"], 50, classes=classes)[: info["n_entries"]].tolist()
     assert consolidator.ops(info) == greedy
     final = run_episode(env.env, consolidator, seed=0)
     assert final["last_error"] is None and final["invalid_calls"] == 0
     trainer.close()
+
+
+def test_a_class_tied_policy_plays_one_op_per_kind_and_tags_and_credits_each_class_once() -> None:
+    """tie: class samples one op per entry class (kind + rule tags); an assignment's log-probability sums one
+    term per class, not per entry, so a class of 20 insights is one choice."""
+    region = [{"kind": "insight", "tags": ["score-jump", "variation:3"]}, {"kind": "fact", "tags": ["location"]},
+              {"kind": "insight", "tags": ["score-jump"]}, {"kind": "insight", "tags": ["failure"]},
+              {"kind": "procedure", "tags": ["verbatim"]}]
+    classes = entry_classes(region)
+    assert classes.tolist() == [0, 1, 0, 2, 3]  # the variation tag is not a rule tag: entries 0 and 2 share a class
+    policy = OpPolicy()
+    features = torch.rand(50, len(ENTRY_FEATURES)).numpy() * 3
+    mask = np.ones((50, 4), dtype=bool)
+    mask[4, 3] = False  # abstract masked on the one procedure: masked for its class
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        action = policy.act(features, mask, 5, 50, greedy=False, generator=gen, classes=classes)
+        assert action[0] == action[2] and action[4] != 3 and not action[5:].any()
+    dist = policy.distribution(features, mask, 5, classes)
+    assert dist.probs.shape == (4, 4) and float(dist.probs[3, 3]) < 1e-6
+    assert first_members(classes).tolist() == [0, 1, 3, 4]
+    with pytest.raises(ConfigError, match="tie"):
+        OpLevelConfig(tie="kind")
 
 
 def test_maskable_ppo_trains_on_the_op_level_wrapper_unchanged() -> None:
