@@ -128,7 +128,7 @@ def test_byo_page_quotes_the_held_out_study() -> None:
     """docs/byo.md's held-out table and paired CIs are the study's own numbers (docs/before-after/issue13/)."""
     docs = Path(__file__).parent.parent / "docs"
     page = (docs / "byo.md").read_text()
-    for study in ("sw-track", "sw-track-warm"):
+    for study in ("sw-track", "sw-track-warm", "sw-track-class"):
         _quotes_study(page, json.loads((docs / "before-after" / "issue13" / study / "summary.json").read_text()))
 
 
