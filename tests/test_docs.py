@@ -110,6 +110,18 @@ def test_grpo_page_quotes_the_recorded_run_and_held_out_study() -> None:
         assert f"{comparison['mean']:+.1f} [{lo:+.1f}, {hi:+.1f}]" in page, comparison
 
 
+def test_grpo_page_quotes_the_ops_grammar_run_and_its_held_out_study() -> None:
+    """docs/grpo.md's `ops` grammar results are the recorded seed-0 run's learning summary and the held-out study's
+    own numbers."""
+    from dreamer_gym.training.logs import learning_summary
+
+    docs = Path(__file__).parent.parent / "docs"
+    record = docs / "before-after" / "issue12"
+    page = (docs / "grpo.md").read_text()
+    assert learning_summary(record / "ops-grammar-log.jsonl") in page
+    _quotes_study(page, json.loads((record / "sw-track-ops" / "summary.json").read_text()))
+
+
 def test_byo_page_quotes_the_recorded_ceiling() -> None:
     """docs/byo.md's ceiling table and its summary are the recorded search's own numbers."""
     docs = Path(__file__).parent.parent / "docs"
