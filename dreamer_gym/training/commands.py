@@ -122,7 +122,9 @@ class CommandState:
 
     @staticmethod
     def letter(group: int) -> str:
-        return chr(ord("A") + group)
+        """A, B, ..., Z, then AA, AB, ... (a region rarely has more than 5 groups; the letter is forced anyway)."""
+        head, tail = divmod(group, 26)
+        return (CommandState.letter(head - 1) if head else "") + chr(ord("A") + tail)
 
     def undecided(self, op: str | None = None) -> list[int]:
         """``ops``: the groups without an op yet (that allow ``op``)."""
@@ -196,7 +198,9 @@ class CommandState:
         from dreamer_gym.envs.oplevel import OPS, plan_calls
 
         if chosen[0] != "commit":
-            group = ord(chosen[1].strip()) - ord("A")
+            group = self.undecided()[0]  # groups go in order: the letter names the next one
+            if chosen[1].strip() != self.letter(group):
+                raise ValueError(f"the next group is {self.letter(group)}, got {chosen[1].strip()!r}")
             self.group_ops[group] = chosen[0]
             members = sum(g == group for g in self.groups)
             left = " ".join(self.letter(c) for c in self.undecided()) or "none"

@@ -198,6 +198,9 @@ def test_ops_grammar_decides_one_op_per_group_in_order_then_plays_the_op_level_r
     groups = entry_classes(region).tolist()
     state = CommandState.for_region(region, "ops", cfg.max_entry_tokens, cfg.max_emitted)
     assert len(state.group_allowed) == max(groups) + 1 >= 3 and state.holding == len(region)
+    with pytest.raises(ValueError, match="next group is A"):  # groups go in order
+        state.apply(["drop", " B"])
+    assert [CommandState.letter(c) for c in (0, 25, 26, 27)] == ["A", "Z", "AA", "AB"]
     ops = {}
     for c, allowed in enumerate(state.group_allowed):
         assert state.options([]) == list(allowed) and "commit" not in state.options([])
