@@ -122,6 +122,17 @@ def test_grpo_page_quotes_the_ops_grammar_run_and_its_held_out_study() -> None:
     _quotes_study(page, json.loads((record / "sw-track-ops" / "summary.json").read_text()))
 
 
+def test_byo_page_quotes_the_rule_choice_study() -> None:
+    docs = Path(__file__).parent.parent / "docs"
+    page = (docs / "byo.md").read_text()
+    summary = json.loads((docs / "before-after" / "issue13" / "rule-choice.json").read_text())["summary"]
+    for label, name in (("merge everything", "merge-all"), ("consensus (merge procedures, drop the rest)", "consensus"),
+                        ("dedupe", "dedupe"), ("keep-all", "keep-all")):
+        assert f"| {label} | {summary[name]['reward']:+.4f} | {summary[name]['tokens']:.0f} |" in page, name
+    assert f"| {summary['per_region_choice']:+.4f} | |" in page and f"**{summary['per_region_choice_gain']:+.4f}**" in page
+    assert f"Consensus beats merge-everything on {summary['consensus_beats_merge_all']} of the 24" in page
+
+
 def test_byo_page_quotes_the_recorded_ceiling() -> None:
     """docs/byo.md's ceiling table and its summary are the recorded search's own numbers."""
     docs = Path(__file__).parent.parent / "docs"
