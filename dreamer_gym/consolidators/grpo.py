@@ -45,6 +45,12 @@ class GRPOConsolidator:
         self._loaded: tuple[Any, Any] | None = None
         self.commands: list[str] = []  # the last episode's commands (what the policy did)
 
+    def llm_info(self) -> dict[str, str]:
+        """What a leaderboard submission records: the policy runs on transformers (the base model plus the
+        checkpoint's adapter), greedy unless built with ``greedy=False``."""
+        model = self.model_name if self.checkpoint is None else f"{self.model_name} + {self.checkpoint}"
+        return {"backend": "transformers", "model": model, "decoding": "greedy" if self.greedy else "sampled"}
+
     def _policy(self) -> tuple[Any, Any]:
         if self._loaded is None:
             from dreamer_gym.training.grpo import load_policy

@@ -42,6 +42,20 @@ def _member_tracks(names: list[str]) -> list[Any]:
     return out
 
 
+def llm_block(consolidator: object) -> dict[str, str] | None:
+    """Which model an LLM consolidator ran, on which backend, and how it decoded (only greedy rows rank): its own
+    ``llm_info()`` where it declares one, else read off a prompted consolidator's ``llm`` config and
+    ``temperature``; None for a consolidator that is not an LLM."""
+    info = getattr(consolidator, "llm_info", None)
+    if callable(info):
+        return {k: str(v) for k, v in info().items()}
+    if hasattr(consolidator, "temperature"):
+        config = getattr(consolidator, "llm", None)
+        return {"backend": str(getattr(config, "backend", "unknown")), "model": str(getattr(config, "model", "unknown")),
+                "decoding": "greedy" if float(consolidator.temperature) == 0.0 else "sampled"}
+    return None
+
+
 def cmd_submit(args: argparse.Namespace) -> int:
     """Run a consolidator on each track (the consolidator in this process, scoring in the reward service)."""
     from dreamer_gym.consolidators import make_consolidator
@@ -50,11 +64,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
     consolidator = make_consolidator(args.consolidator)
     check_installed()
-    llm = None
-    if hasattr(consolidator, "temperature"):  # an LLM consolidator: which model, and how it decoded
-        config = getattr(consolidator, "llm", None)
-        llm = {"backend": str(getattr(config, "backend", "unknown")), "model": str(getattr(config, "model", "unknown")),
-               "decoding": "greedy" if float(consolidator.temperature) == 0.0 else "sampled"}
+    llm = llm_block(consolidator)
     block = consolidator_block(args.name or args.consolidator, kind=_kind(args.consolidator, args.kind),
                                link=args.link, config={"consolidator": args.consolidator},
                                trained_on=args.trained_on, llm=llm)

@@ -277,3 +277,19 @@ def test_a_contender_that_submits_the_oracles_banks_is_rejected(submission: dict
     with pytest.raises(SubmissionError, match="are the texts of reference 'oracle'"):
         check_data(copy_, TRACKS, references=[submission])
     check_data(copy.deepcopy(submission), TRACKS, references=[submission])  # the reference itself is listed apart
+
+
+def test_an_llm_consolidator_records_its_model_backend_and_decoding(tmp_path: Path) -> None:
+    """Only greedy LLM rows rank: a GRPO checkpoint declares transformers and greedy decoding itself
+    (``llm_info``); a prompted consolidator is read off its config; a rule records nothing."""
+    from dreamer_gym.consolidators.grpo import GRPOConsolidator
+    from dreamer_gym.leaderboard.cli import llm_block
+
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"config": {"grammar": "ops", "model": "smollm2-135m"}}))
+    assert llm_block(make_consolidator(f"grpo:{tmp_path}")) == {
+        "backend": "transformers", "model": f"smollm2-135m + {tmp_path}", "decoding": "greedy"}
+    assert llm_block(GRPOConsolidator(greedy=False))["decoding"] == "sampled"
+    assert llm_block(make_consolidator("grpo-ops"))["model"] == "smollm2-135m"
+    prompted = llm_block(make_consolidator("prompted"))
+    assert prompted is not None and prompted["decoding"] == "greedy" and prompted["model"] != "unknown"
+    assert llm_block(make_consolidator("keep-all")) is None
