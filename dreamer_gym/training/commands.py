@@ -54,6 +54,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from dreamer_gym.envs.oplevel import OPS, entry_classes, op_mask, plan_calls
 from dreamer_gym.memory.tokens import count_tokens
 
 GROUP_OPS: tuple[str, ...] = ("drop", "keep", "merge", "abstract")  # the op-level wrapper's OPS, in its order
@@ -95,8 +96,6 @@ class CommandState:
         ids = [e["id"] for e in region]
         if grammar != "ops":
             return cls.of(ids, grammar)
-        from dreamer_gym.envs.oplevel import OPS, entry_classes, op_mask
-
         groups = entry_classes(region).tolist() if region else []
         mask = op_mask(region, max(len(region), 1))
         allowed = [tuple(op for k, op in enumerate(OPS) if all(mask[i, k] for i, g in enumerate(groups) if g == c))
@@ -110,7 +109,8 @@ class CommandState:
 
     @property
     def drops(self) -> bool:
-        return "drop" in self.commands
+        """The ``drop`` grammar: the commit keeps every entry not dropped."""
+        return self.commands == GRAMMARS["drop"]
 
     @property
     def holding(self) -> int:
@@ -195,8 +195,6 @@ class CommandState:
         raise ValueError(f"unknown command {head!r}")
 
     def _apply_group(self, chosen: list[str]) -> list[str]:
-        from dreamer_gym.envs.oplevel import OPS, plan_calls
-
         if chosen[0] != "commit":
             group = self.undecided()[0]  # groups go in order: the letter names the next one
             if chosen[1].strip() != self.letter(group):
@@ -279,8 +277,6 @@ SYSTEM_PROMPTS: dict[str, str] = {
 def first_user_message(family: str, region: list[dict[str, Any]], max_turns: int, preview_words: int = 14,
                        grammar: str = "keep") -> str:
     if grammar == "ops":
-        from dreamer_gym.envs.oplevel import entry_classes
-
         groups = entry_classes(region).tolist() if region else []
         return (f"Family: {family}. {len(region)} entries in {max(groups, default=-1) + 1} groups:\n"
                 f"{group_listing(region, groups, preview_words)}\nYou have {max_turns} turns.")

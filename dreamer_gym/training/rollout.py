@@ -187,6 +187,7 @@ class RolloutCollector:
         if grammar.drops:  # what the commit kept: every entry not dropped
             r.kept_labels = [_label(region[i - 1]) for i in sorted(grammar.kept)]
         if grammar.by_group:  # what the commit played on each entry
+            r.kept_labels = [_label(region[i - 1]) for i in sorted(grammar.kept)]
             r.dropped_labels = [_label(region[i - 1]) for i in sorted(grammar.dropped)]
             r.group_ops = [f"{grammar.group_ops.get(g, 'keep')} {_label(e)}" for e, g in zip(region, grammar.groups)]
         return r
