@@ -39,3 +39,13 @@ class LLMTimeout(LLMError, TimeoutError):
 
 class RewardServiceError(DreamerGymError, RuntimeError):
     """The reward service refused a request (a region over the limits, a sealed track) or died."""
+
+
+class EvaluationFailed(RewardServiceError):
+    """Episodes of a commit's evaluation did not run (a simulator died, an LLM timed out, a package is
+    missing), so there is no reward to give: ``step`` returns a float, and a number computed from episodes
+    that did not run would look like a measurement. ``errors`` holds each distinct reason once."""
+
+    def __init__(self, message: str, errors: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.errors = tuple(errors)
