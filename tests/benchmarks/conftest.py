@@ -8,12 +8,19 @@ much less.
 Two modes:
 
 * CI (the default ``addopts`` hold ``--benchmark-disable``): each benchmark body runs once, and the
-  tests assert correctness only (same outputs as the raw environment, nothing valid-action related
-  requested, cache hits served, ...). Ratio tests skip.
-* ``--benchmark-enable``: the bodies are measured; each benchmark records its median per operation
-  here, the ratio tests at the end of each module (they take ``require_measuring``) compute the
-  ratios and assert the floors, and a summary table is printed at the end of the session. Set ``DREAMER_BENCH_SUMMARY`` to
-  a file path to also get the summary as JSON.
+  tests assert correctness (same outputs as the raw environment, nothing valid-action related
+  requested, cache hits served, ...). The ratio checks marked ``gate`` run and assert their floors too;
+  the other ratio tests skip.
+* ``--benchmark-enable`` (``make bench``): the bodies are measured; each benchmark records its median per
+  operation here, the ratio tests at the end of each module (they take ``require_measuring``) compute the
+  ratios and assert the floors, and a summary table is printed at the end of the session. Set
+  ``DREAMER_BENCH_SUMMARY`` to a file path to also get the summary as JSON.
+
+A ``gate`` check is one that a busy 2-core machine cannot fail by chance: it measures both sides itself,
+in one test, *interleaved* (``paired.interleaved``: A and B alternate, the order flipped every pair), and
+compares medians over enough pairs, so a load burst slows both sides alike; its floor leaves a margin
+over what a loaded run measured (docs/performance.md, "Gates"); and it takes a few seconds. It does
+not depend on any other test's medians, so it runs alone, in any order (``pytest -m gate``).
 """
 from __future__ import annotations
 
