@@ -49,3 +49,6 @@ class EvaluationFailed(RewardServiceError):
     def __init__(self, message: str, errors: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.errors = tuple(errors)
+
+    def __reduce__(self):  # noqa: ANN204 - it crosses the reward service's process boundary with its reasons
+        return (type(self), (str(self), self.errors))

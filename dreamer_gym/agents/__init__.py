@@ -14,4 +14,13 @@ def make_agent(config: AgentConfig) -> DownstreamAgent:
     return MemoryFollowingAgent(config)
 
 
-__all__ = ["AGENTS", "AgentConfig", "DownstreamAgent", "EpisodeResult", "MemoryFollowingAgent", "make_agent"]
+def check_agent_available(config: AgentConfig) -> None:
+    """Fail at once, naming the fix, when the agent ``config`` names cannot run here: the LLM agent needs its
+    backend's packages and model. The memory-following agent needs nothing beyond its suite."""
+    if config.name == "llm":
+        from dreamer_gym.llm.available import check_llm_available
+
+        check_llm_available(config.llm)
+
+
+__all__ = ["AGENTS", "AgentConfig", "check_agent_available", "DownstreamAgent", "EpisodeResult", "MemoryFollowingAgent", "make_agent"]

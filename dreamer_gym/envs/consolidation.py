@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from dreamer_gym.agents import check_agent_available
 from dreamer_gym.envs.config import ConsolidationConfig
 from dreamer_gym.envs.frozen import check_frozen
 from dreamer_gym.envs.observation import RegionView, entry_dict
@@ -76,7 +77,10 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
             raise
         if frozen is not None:  # before anything loads: a changed reward field fails first, naming itself
             check_frozen(self.config, frozen)
-        check_available(self.config.suite)  # official data or servers missing: fail now, naming the fix
+        # a simulator, browser, data, server or model stack missing: fail now, naming the fix, rather than at
+        # the first commit, whose episodes could not run
+        check_available(self.config.suite)
+        check_agent_available(self.config.agent_config())
         self.observation_space = spaces.Dict(
             {
                 "region": text_space(region_chars),

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dreamer_gym.agents import AgentConfig, DownstreamAgent, EpisodeResult, make_agent
+from dreamer_gym.agents import AgentConfig, DownstreamAgent, EpisodeResult, check_agent_available, make_agent
 from dreamer_gym.evaluation.episodes import EvalEpisode, EvalTask
 from dreamer_gym.evaluation.executors import Executor, InProcessExecutor, make_executor
 from dreamer_gym.memory import MemoryBank, MemoryEntry
@@ -56,6 +56,9 @@ class Evaluator:
     def __post_init__(self) -> None:
         if self.workers < 0:
             raise ValueError(f"Expected `workers` to be >= 0, got {self.workers}")
+        if isinstance(self.executor, str):  # a caller's own executor says itself what it needs
+            get_suite_spec(self.suite_name).ensure_available()
+        check_agent_available(self.agent_config)
         self._agent = make_agent(self.agent_config)
         self.stats = EvalStats()
         # bank hash -> description -> retrieved entries; banks are immutable, so this never goes stale

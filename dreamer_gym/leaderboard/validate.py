@@ -29,7 +29,7 @@ from typing import Any
 
 from dreamer_gym.consolidators.base import call
 from dreamer_gym.envs.tools import CHARS_PER_TOKEN
-from dreamer_gym.errors import ConfigError
+from dreamer_gym.errors import ConfigError, EvaluationFailed
 from dreamer_gym.leaderboard.runner import run_track, summarise
 from dreamer_gym.leaderboard.submission import SubmissionError, dumps, frozen_fields, schema
 from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION, Track, TransferTrack, load_track, track_names
@@ -250,6 +250,11 @@ class ReplayConsolidator:
 def rescore(track: Track, block: dict[str, Any], *, progress: bool = True, **free: Any) -> list[dict[str, Any]]:
     """Replay and score ``block``'s regions on ``track``; the records carry the submission's invalid calls."""
     result = run_track(track, ReplayConsolidator(block["regions"]), name="replay", progress=progress, **free)
+    errors = [e for record in result.records for e in record.get("episode_errors", ())]
+    if errors:  # the service raises first; this guards a service that records failures instead
+        reasons = tuple(dict.fromkeys(errors))
+        raise EvaluationFailed(f"the re-score of track {track.name!r} has {len(errors)} episode(s) that did not run "
+                               f"({reasons[0]}); a board row is never computed from them", reasons)
     records = []
     for record, region in zip(result.records, block["regions"]):
         penalty = track.invalid_penalty * region["invalid_calls"]  # the replay made none; the submission's count

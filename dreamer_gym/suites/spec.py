@@ -14,6 +14,7 @@ group). :func:`~dreamer_gym.suites.check.check_suite` checks a spec and its adap
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -63,6 +64,15 @@ class OracleProcedure:
     goal: str | None = None
 
 
+def importable(module: str) -> bool:
+    """Whether ``module`` can be imported here, found without importing it (a dotted name imports its parents,
+    which for the suites' packages are light namespaces)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a missing parent package
+        return False
+
+
 def resolve(ref: str | Callable[..., Any]) -> Any:
     """``"package.module:attr"`` -> the attribute (imported now); a callable is returned as is."""
     if not isinstance(ref, str):
@@ -97,6 +107,9 @@ class SuiteSpec:
     adapter_kwargs: Mapping[str, Any] = field(default_factory=dict)  # fixed constructor arguments
     description: str = ""
     extra: str | None = None  # the pip extra that installs the simulator
+    # top-level modules the adapter imports: missing ones fail `gym.make` at once, naming `extra`, before a
+    # commit could play episodes that cannot run (checked with find_spec: nothing is imported)
+    requires: tuple[str, ...] = ()
     profile: AcquisitionProfile = field(default_factory=AcquisitionProfile)
     # the memory-following agent's reader for this suite's commands: a class built with (AgentConfig) whose
     # `play(suite, task, entries)` returns an EpisodeResult; the default follows a procedure's steps literally
@@ -126,6 +139,7 @@ class SuiteSpec:
             raise ConfigError(f"Expected `families` to be a non-empty tuple of names, got {self.families!r}")
         object.__setattr__(self, "families", tuple(self.families))
         object.__setattr__(self, "held_out_families", tuple(self.held_out_families))
+        object.__setattr__(self, "requires", tuple(self.requires))
         shared = set(self.families) & set(self.held_out_families)
         if shared:
             raise ConfigError(f"Families {sorted(shared)} are both training (`families`) and `held_out_families`")
@@ -143,6 +157,13 @@ class SuiteSpec:
 
     def ensure_available(self) -> None:
         """Fail at once, naming the fix, when the suite cannot run on this machine (nothing is started)."""
+        missing = [m for m in self.requires if not importable(m)]
+        if missing:
+            from gymnasium.error import DependencyNotInstalled
+
+            fix = f'pip install "dreamer-gym[{self.extra}]"' if self.extra else f"install {', '.join(missing)}"
+            raise DependencyNotInstalled(f"The {self.name} suite needs {', '.join(missing)}, which is not installed: "
+                                         f"run {fix}")
         if self.check_available is not None:
             resolve(self.check_available)()
 
