@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dreamer_gym.agents.base import AgentConfig
+from dreamer_gym.envs.toolspec import CONTRACTS, LATEST_CONTRACT
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.llm.config import LLMConfig
 from dreamer_gym.suites.registry import get_suite_spec
@@ -29,6 +30,9 @@ class ConsolidationConfig:
     max_region_entries: int = field(default=50, metadata={"help": "largest working region shown"})
     size_coef: float = field(default=0.02, metadata={"help": "reward per relative change of region tokens"})
     invalid_penalty: float = field(default=0.01, metadata={"help": "reward cost of one invalid tool call"})
+    tool_contract: int = field(default=LATEST_CONTRACT, metadata={
+        "help": "what a well-formed tool call is (dreamer_gym.envs.toolspec): 1 strict (the -v1 ids), 0 lenient "
+                "(the superseded -v0 ids)", "choices": CONTRACTS})
     reward_agent: str = field(default="memory", metadata={
         "help": "downstream agent: memory (deterministic, CPU) or llm (ReAct prompt on `llm`)"})
     llm: LLMConfig | None = field(default=None, metadata={
@@ -73,6 +77,9 @@ class ConsolidationConfig:
                 raise ConfigError(f"Expected `{name}` to be a positive int, got {getattr(self, name)}")
         if self.eval_other < 0 or self.workers < 0:
             raise ConfigError("Expected `eval_other` and `workers` to be >= 0")
+        if isinstance(self.tool_contract, bool) or self.tool_contract not in CONTRACTS:
+            raise ConfigError(f"Expected `tool_contract` to be one of {list(CONTRACTS)} (1: the -v1 ids' strict tool "
+                              f"calls, 0: the -v0 ids'), got {self.tool_contract!r}")
         if self.size_coef < 0 or self.invalid_penalty < 0:
             raise ConfigError("Expected `size_coef` and `invalid_penalty` to be >= 0")
         if self.reward_agent not in REWARD_AGENTS:

@@ -209,7 +209,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         reward, terminated, truncated = 0.0, False, False
         self._last_error = None
         try:
-            call = parse_action(action, self._tool_names)
+            call = parse_action(action, self._tool_names, self.config.tool_contract)
             if call.name == "commit":
                 terminated = True
             elif call.name in self._extra_tools:

@@ -1,7 +1,8 @@
 """What a reward measures, and the rule that a registered id's measure cannot be changed.
 
 A registered id (and a leaderboard track) fixes every *reward-defining* field: the suite, pool and split,
-the evaluation sizes, the size term and the invalid-call penalty, the content limits that bound an
+the evaluation sizes, the size term, the invalid-call penalty and the tool contract that says which calls are
+invalid (:mod:`dreamer_gym.envs.toolspec`), the content limits that bound an
 entry and a region, and the downstream agent with its settings (for an LLM agent: its model). Budgets
 (``max_tool_calls``, ``max_emitted``) stay training knobs on training ids and are frozen on tracks.
 ``workers``, ``executor``, ``service``, ``store_path`` and the LLM's backend, server and timeouts change
@@ -21,7 +22,7 @@ from dreamer_gym.errors import FrozenParameterError
 
 REWARD_FIELDS: tuple[str, ...] = (
     "suite", "pool", "pool_hash", "split", "eval_in_family", "eval_other", "size_coef", "invalid_penalty",
-    "max_entry_tokens", "max_region_entries", "reward_agent", "agent_top_k", "agent_max_steps",
+    "tool_contract", "max_entry_tokens", "max_region_entries", "reward_agent", "agent_top_k", "agent_max_steps",
 )
 LLM_REWARD_FIELDS: tuple[str, ...] = ("model", "gguf_file", "max_context")  # the model, not where it runs
 BUDGET_FIELDS: tuple[str, ...] = ("max_tool_calls", "max_emitted")

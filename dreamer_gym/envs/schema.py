@@ -1,51 +1,54 @@
 """JSON schemas of the env's tool calls, for guided (structured-output) decoding.
 
-A schema built from ``info["region"]`` constrains ids to the region's entries and trajectories, so a
-small model under guided decoding emits calls that are well-formed *and* name real ids; the env still
-validates everything (budgets, token limits), so a schema is a convenience, never a bypass.
+:func:`tool_call_schema` is the strict contract's call schema (:func:`dreamer_gym.envs.toolspec.call_schema`,
+the one the env checks) with the ids narrowed to ``info["region"]``'s entries and trajectories and the lengths
+bounded for decoding, so a small model under guided decoding emits calls that are well-formed *and* name real
+ids. Every narrowing only removes calls, so what it allows is a subset of what the env accepts under either
+contract (a test checks it); the env still checks everything (budgets, token limits, step ranges).
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from dreamer_gym.envs.tools import TOOLS
-from dreamer_gym.memory import KINDS
+from dreamer_gym.envs.toolspec import LATEST_CONTRACT, SPECS, TOOL_NAMES, call_schema
+
+QUERY_CHARS = 120  # a search query under guided decoding
+SMALL_INT = 99  # step numbers and retract's index under guided decoding
+GUIDED_PROVENANCE = 8  # emit's provenance under guided decoding: region entry ids only, at most this many
 
 
 def _ids(values: Sequence[str]) -> dict[str, Any]:
-    return {"enum": sorted(set(values))} if values else {"type": "string", "maxLength": 64}
+    return {"enum": sorted(set(values))} if values else {"type": "string", "minLength": 1, "maxLength": 64}
 
 
 def tool_call_schema(region: Sequence[dict[str, Any]] = (), max_text_chars: int = 600,
                      tools: Sequence[str] | None = None) -> dict[str, Any]:
-    """One ``anyOf`` branch per tool with its required arguments; ``region`` is ``info["region"]``."""
+    """One ``anyOf`` branch per tool (``tools``, default all), narrowed for decoding; ``region`` is
+    ``info["region"]`` (empty: ids are any short string)."""
     entry_ids = [e["id"] for e in region]
-    trajectory_ids = [p["trajectory_id"] for e in region for p in e.get("provenance", ())]
-    entry, trajectory = _ids(entry_ids), _ids(trajectory_ids)
-    small_int = {"type": "integer", "minimum": 0, "maximum": 99}
-    branches: dict[str, tuple[dict[str, Any], list[str]]] = {
-        "read_entry": ({"id": entry}, ["id"]),
-        "read_trajectory": ({"id": trajectory, "start": small_int, "end": small_int}, ["id"]),
-        "search": ({"query": {"type": "string", "maxLength": 120}, "k": {"type": "integer", "minimum": 1, "maximum": 20}},
-                   ["query"]),
-        "keep": ({"ids": {"type": "array", "items": entry, "minItems": 1,
-                          **({"maxItems": len(entry_ids)} if entry_ids else {})}}, ["ids"]),
-        "emit": ({"kind": {"enum": list(KINDS)}, "text": {"type": "string", "minLength": 1, "maxLength": max_text_chars},
-                  "provenance": {"type": "array", "items": entry, "minItems": 1, "maxItems": 8}},
-                 ["kind", "text", "provenance"]),
-        "retract": ({"index": small_int}, ["index"]),
-        "commit": ({}, []),
-    }
-    chosen = [t for t in (tools or TOOLS) if t in branches]
-    return {
-        "anyOf": [
-            {
-                "type": "object",
-                "properties": {"tool": {"const": name}, **props},
-                "required": ["tool", *required],
-                "additionalProperties": False,
-            }
-            for name, (props, required) in ((t, branches[t]) for t in chosen)
-        ]
-    }
+    entry = _ids(entry_ids)
+    trajectory = _ids([p["trajectory_id"] for e in region for p in e.get("provenance", ())])
+    chosen = [t for t in (tools or TOOL_NAMES) if t in SPECS]
+    schema = call_schema(LATEST_CONTRACT, chosen)
+    for branch in schema["anyOf"]:
+        props = branch["properties"]
+        for name, value in props.items():
+            if name == "tool":
+                continue
+            arg = SPECS[branch["properties"]["tool"]["const"]].arg(name)
+            if value.get("type") == "integer":
+                props[name] = {**value, "maximum": min(value.get("maximum", SMALL_INT), SMALL_INT)}
+            elif arg.ids == "trajectory":
+                props[name] = trajectory
+            elif arg.ids == "entry" and value.get("type") == "array":
+                # keep: region ids; emit's provenance: region entry ids only (a range's bounds are the region's)
+                most = len(entry_ids) if name == "ids" else GUIDED_PROVENANCE
+                props[name] = {**value, "items": entry, **({"maxItems": most} if name != "ids" or entry_ids else {})}
+            elif arg.ids == "entry":
+                props[name] = entry
+            elif name == "query":
+                props[name] = {**value, "maxLength": QUERY_CHARS}
+            elif name == "text":
+                props[name] = {**value, "maxLength": max_text_chars}
+    return schema

@@ -1,5 +1,9 @@
 """Tool-call parsing and the tool implementations. Bad calls become :class:`ToolError` messages,
-which the env turns into observations: nothing a policy sends can raise out of ``step``."""
+which the env turns into observations: nothing a policy sends can raise out of ``step``.
+
+What a well-formed call is (names, argument types, ranges, unknown keys) is declared once in
+:mod:`dreamer_gym.envs.toolspec` and checked by :func:`parse_action`; the :class:`Workspace` checks only
+what depends on the region and the episode (ids in the region, budgets, token limits, step ranges)."""
 from __future__ import annotations
 
 import json
@@ -7,19 +11,12 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from dreamer_gym.memory import KINDS, BM25Retriever, MemoryBank, MemoryEntry, Provenance, Trajectory, count_tokens
+from dreamer_gym.envs.toolspec import LATEST_CONTRACT, MAX_PROVENANCE, SPECS, argument_error, check_contract, prompt_lines
+from dreamer_gym.memory import BM25Retriever, MemoryBank, MemoryEntry, Provenance, Trajectory, count_tokens
 from dreamer_gym.memory.regions import Region
 
-TOOLS: dict[str, str] = {
-    "read_entry": '{"tool": "read_entry", "id": ENTRY_ID} - show one region entry with its provenance',
-    "read_trajectory": '{"tool": "read_trajectory", "id": TRAJ_ID, "start": 0, "end": 10} - steps of a linked trajectory',
-    "search": '{"tool": "search", "query": TEXT, "k": 5} - BM25 search over the region',
-    "keep": '{"tool": "keep", "ids": [ENTRY_ID, ...]} - carry region entries over verbatim',
-    "emit": '{"tool": "emit", "kind": "procedure|insight|fact|pitfall", "text": TEXT, "provenance": [ENTRY_ID or '
-    '{"trajectory_id": ID, "start": S, "end": E}]} - add a new entry',
-    "retract": '{"tool": "retract", "index": N} - drop the N-th emitted or kept entry',
-    "commit": '{"tool": "commit"} - replace the region with what was emitted and get the reward',
-}
+# tool name -> the one line the prompts show (generated from the declarations in toolspec)
+TOOLS: dict[str, str] = prompt_lines()
 MAX_TRAJECTORY_STEPS = 20
 CHARS_PER_TOKEN = 12  # character cap per emitted entry = max_entry_tokens * this
 
@@ -34,9 +31,11 @@ class ToolCall:
     args: dict[str, Any]
 
 
-def parse_action(action: Any, tools: Collection[str] = TOOLS) -> ToolCall:
+def parse_action(action: Any, tools: Collection[str] = TOOLS, contract: int = LATEST_CONTRACT) -> ToolCall:
     """Accept ``{"tool": NAME, ...}`` or an OpenAI-style ``{"name": NAME, "arguments": {...}}``; ``tools`` are the
-    names this env accepts (the PettingZoo env adds its own)."""
+    names this env accepts (the PettingZoo env adds its own, whose handlers check their arguments). The arguments
+    of a declared tool are checked against ``contract`` (:mod:`dreamer_gym.envs.toolspec`); in the OpenAI forms
+    only ``arguments`` is the call, the envelope's other keys (``id``, ``type``) are not looked at."""
     if not isinstance(action, str):
         raise ToolError(f"expected the action to be a JSON string, got {type(action).__name__}")
     try:
@@ -62,25 +61,11 @@ def parse_action(action: Any, tools: Collection[str] = TOOLS) -> ToolCall:
         raise ToolError(f"unknown tool {str(name)[:40]!r}; tools: {sorted(tools)}")
     if not isinstance(args, dict):
         raise ToolError("tool arguments must be a JSON object")
+    if name in SPECS:
+        error = argument_error(name, args, check_contract(contract))
+        if error is not None:
+            raise ToolError(error)
     return ToolCall(name, args)
-
-
-def _int(args: dict[str, Any], key: str, default: int | None = None) -> int:
-    value = args.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ToolError(f"`{key}` must be an integer, got {str(value)[:40]!r}")
-    return value
-
-
-def _str(args: dict[str, Any], key: str) -> str:
-    value = args.get(key)
-    if not isinstance(value, str) or not value:
-        raise ToolError(f"`{key}` must be a non-empty string")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ToolError(f"`{key}` is not valid Unicode (lone surrogate?)") from None
-    return value
 
 
 @dataclass
@@ -100,8 +85,9 @@ class Workspace:
         self.linked: set[str] = {p.trajectory_id for e in self.entries.values() for p in e.provenance}
         self._retriever = BM25Retriever(list(self.entries.values()))
 
+    # The methods take arguments that parse_action has checked against the tool contract.
     def _entry(self, args: dict[str, Any]) -> MemoryEntry:
-        entry_id = _str(args, "id")
+        entry_id = args["id"]
         if entry_id not in self.entries:
             raise ToolError(f"no entry {entry_id[:40]!r} in this region")
         return self.entries[entry_id]
@@ -110,12 +96,12 @@ class Workspace:
         return json.dumps(self._entry(args).to_dict(), ensure_ascii=False)
 
     def read_trajectory(self, args: dict[str, Any]) -> str:
-        traj_id = _str(args, "id")
+        traj_id = args["id"]
         if traj_id not in self.linked or traj_id not in self.trajectories:
             raise ToolError(f"trajectory {traj_id[:40]!r} is not linked from this region's provenance")
         traj = self.trajectories[traj_id]
-        start = _int(args, "start", 0)
-        end = _int(args, "end", min(start + MAX_TRAJECTORY_STEPS - 1, len(traj.steps) - 1))
+        start = args.get("start", 0)
+        end = args.get("end", min(start + MAX_TRAJECTORY_STEPS - 1, len(traj.steps) - 1))
         if start < 0 or end < start or start >= len(traj.steps):
             raise ToolError(f"bad step range [{start}, {end}] for a trajectory of {len(traj.steps)} steps")
         end = min(end, start + MAX_TRAJECTORY_STEPS - 1, len(traj.steps) - 1)
@@ -126,10 +112,7 @@ class Workspace:
         return "\n".join(lines)
 
     def search(self, args: dict[str, Any]) -> str:
-        query = _str(args, "query")
-        k = _int(args, "k", 5)
-        if not 1 <= k <= 50:
-            raise ToolError("`k` must be between 1 and 50")
+        query, k = args["query"], args.get("k", 5)
         hits = self._retriever.top_k(query[:2000], k)
         return "\n".join(f"{e.id} ({e.kind}) {e.text[:160]}" for e in hits) or "no matches"
 
@@ -143,11 +126,9 @@ class Workspace:
             raise ToolError(f"emit budget: at most {self.max_emitted} new entries; retract one or commit")
 
     def keep(self, args: dict[str, Any]) -> str:
-        ids = args.get("ids")
-        if isinstance(ids, str):
+        ids = args["ids"]
+        if isinstance(ids, str):  # tool contract 0 takes one id as a string
             ids = [ids]
-        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
-            raise ToolError("`ids` must be a non-empty list of entry ids")
         unknown = [i for i in ids if i not in self.entries]
         if unknown:
             raise ToolError(f"not in this region: {[u[:40] for u in unknown[:5]]}")
@@ -156,40 +137,34 @@ class Workspace:
         self.emitted.extend(new)
         return f"kept {len(new)} entries; the new region holds {len(self.emitted)}"
 
-    def _provenance(self, raw: Any) -> tuple[Provenance, ...]:
-        if not isinstance(raw, list) or not raw:
-            raise ToolError("`provenance` must be a non-empty list of region entry ids or trajectory ranges")
+    def _provenance(self, raw: list[Any]) -> tuple[Provenance, ...]:
         out: list[Provenance] = []
-        for item in raw[:32]:
+        for item in raw[:MAX_PROVENANCE]:  # contract 1 refuses more; contract 0 ignored the rest
             if isinstance(item, str):
                 if item not in self.entries:
                     raise ToolError(f"provenance {item[:40]!r} is not an entry of this region")
                 out.extend(self.entries[item].provenance)
-            elif isinstance(item, dict):
-                tid = item.get("trajectory_id")
-                if not isinstance(tid, str) or tid not in self.linked:
-                    raise ToolError(f"provenance trajectory {str(tid)[:40]!r} is not linked from this region")
-                start, end = _int(item, "start", 0), _int(item, "end", 0)
+            else:  # {trajectory_id, start, end}; contract 0 reads a missing bound as 0
+                tid = item["trajectory_id"]
+                if tid not in self.linked:
+                    raise ToolError(f"provenance trajectory {tid[:40]!r} is not linked from this region")
+                start, end = item.get("start", 0), item.get("end", 0)
                 if not 0 <= start <= end < len(self.trajectories[tid].steps):
                     raise ToolError(f"provenance range [{start}, {end}] is outside trajectory {tid}")
                 out.append(Provenance(tid, start, end))
-            else:
-                raise ToolError("each provenance item is an entry id or {trajectory_id, start, end}")
         return tuple(sorted(set(out)))
 
     def emit(self, args: dict[str, Any]) -> str:
-        kind = args.get("kind")
-        if kind not in KINDS:
-            raise ToolError(f"`kind` must be one of {list(KINDS)}, got {str(kind)[:40]!r}")
-        text = _str(args, "text").strip()
+        kind = args["kind"]
+        text = args["text"].strip()
         if not text:
-            raise ToolError("`text` is empty")
+            raise ToolError("`text` is blank (only whitespace)")
         tokens = count_tokens(text)
         if tokens > self.max_entry_tokens:
             raise ToolError(f"entry has {tokens} tokens; the limit is {self.max_entry_tokens}")
         if len(text) > self.max_entry_tokens * CHARS_PER_TOKEN:  # one 100k-letter "word" is one token
             raise ToolError(f"entry has {len(text)} characters; the limit is {self.max_entry_tokens * CHARS_PER_TOKEN}")
-        provenance = self._provenance(args.get("provenance"))
+        provenance = self._provenance(args["provenance"])
         self._check_room()
         entry = MemoryEntry(kind, text, self.family, ("consolidated",), provenance, supersedes=self.region.entry_ids)
         if entry.id in {e.id for e in self.emitted} or entry.id in self.entries:
@@ -198,7 +173,7 @@ class Workspace:
         return f"emitted #{len(self.emitted) - 1} ({entry.id}); the new region holds {len(self.emitted)}"
 
     def retract(self, args: dict[str, Any]) -> str:
-        index = _int(args, "index")
+        index = args["index"]
         if not 0 <= index < len(self.emitted):
             raise ToolError(f"`index` must be in [0, {len(self.emitted) - 1}]" if self.emitted else "nothing emitted yet")
         gone = self.emitted.pop(index)

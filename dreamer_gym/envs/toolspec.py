@@ -1,0 +1,294 @@
+"""The one definition of the env's tool calls.
+
+Each tool is declared once below (:data:`TOOL_SPECS`: name, one line, arguments with their constraints).
+Everything else is generated from it, so no two places can disagree:
+
+* the structural check the env runs on every call (:func:`check_arguments`, jsonschema);
+* the JSON Schema of a whole call (:func:`call_schema`), which :func:`dreamer_gym.envs.schema.tool_call_schema`
+  narrows to a region's ids for guided decoding;
+* the OpenAI function-calling ``tools=[...]`` list (:func:`openai_tools`);
+* the one-line help of each tool that the prompts show (:func:`prompt_lines`, ``tools.TOOLS``);
+* the tool table of docs/env.md (:func:`tool_table`; a test compares the page with it).
+
+Two contracts exist (``tool_contract``, frozen per env id, see docs/env.md "Versions"): **1**, the strict one
+of the ``-v1`` ids (unknown keys refused, ``ids`` a list, ``k`` in [1, 20], every provenance item checked),
+and **0**, what the ``-v0`` ids accepted (extra keys ignored, ``ids`` may be one string, ``k`` up to 50, only
+the first 32 provenance items looked at). In both, "integer" means a JSON integer: ``5.0`` and ``true`` are
+refused (:func:`validator_class`), which is what a grammar emits for an integer. What depends on the region or
+the episode (an id not in the region, budgets, token limits, step ranges) is the
+:class:`~dreamer_gym.envs.tools.Workspace`'s to check, after this.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from typing import TYPE_CHECKING
+
+from dreamer_gym.memory import KINDS
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+
+CONTRACTS: tuple[int, ...] = (0, 1)
+LATEST_CONTRACT = 1
+MAX_K = 20  # search: the most hits one call returns (contract 1; contract 0 allowed 50)
+MAX_PROVENANCE = 32  # emit: provenance items (contract 1 refuses more; contract 0 ignored those past 32)
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of a tool. ``schema`` is its value under the strict contract (1); ``v0`` where the
+    lenient contract (0) differs. ``ids`` says which region ids it names ("entry" or "trajectory"), for the
+    guided schema; ``placeholder`` is how the prompts' example call shows it."""
+
+    name: str
+    schema: Mapping[str, Any]
+    doc: str
+    placeholder: str
+    required: bool = True
+    default: Any = None
+    ids: str | None = None
+    v0: Mapping[str, Any] | None = None
+
+    def value_schema(self, contract: int) -> dict[str, Any]:
+        return dict(self.v0 if contract == 0 and self.v0 is not None else self.schema)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool: ``description`` is the one line shown in prompts, OpenAI tools and the docs table;
+    ``details`` is added to the docs table and the OpenAI description."""
+
+    name: str
+    description: str
+    args: tuple[Arg, ...] = ()
+    details: str = ""
+
+    def arg(self, name: str) -> Arg:
+        return next(a for a in self.args if a.name == name)
+
+
+_ID = {"type": "string", "minLength": 1}
+_INT0 = {"type": "integer", "minimum": 0}
+_RANGE = {  # a trajectory range in emit's provenance
+    "type": "object",
+    "properties": {"trajectory_id": _ID, "start": _INT0, "end": _INT0},
+    "required": ["trajectory_id", "start", "end"],
+    "additionalProperties": False,
+}
+_RANGE_V0 = {"type": "object", "required": ["trajectory_id"],
+             "properties": {"trajectory_id": {"type": "string"}, "start": {"type": "integer"}, "end": {"type": "integer"}}}
+_PROVENANCE_ITEM_V0 = {"anyOf": [{"type": "string"}, _RANGE_V0]}
+
+TOOL_SPECS: tuple[ToolSpec, ...] = (
+    ToolSpec("read_entry", "show one region entry with its provenance", (
+        Arg("id", _ID, "a region entry id", "ENTRY_ID", ids="entry"),
+    ), details="as JSON: kind, text, family, tags, provenance, session"),
+    ToolSpec("read_trajectory", "steps of a linked trajectory", (
+        Arg("id", _ID, "a trajectory id linked from the region's provenance", "TRAJ_ID", ids="trajectory"),
+        Arg("start", _INT0, "first step", "0", required=False, default=0, v0={"type": "integer"}),
+        Arg("end", _INT0, "last step (at most 20 steps are shown)", "10", required=False, v0={"type": "integer"}),
+    ), details="action, score and observation of each step; trajectories not linked from the region are refused"),
+    ToolSpec("search", "BM25 search over the region", (
+        Arg("query", _ID, "search text", "TEXT"),
+        Arg("k", {"type": "integer", "minimum": 1, "maximum": MAX_K}, "hits", "5", required=False, default=5,
+            v0={"type": "integer", "minimum": 1, "maximum": 50}),
+    )),
+    ToolSpec("keep", "carry region entries over verbatim", (
+        Arg("ids", {"type": "array", "items": _ID, "minItems": 1}, "region entry ids", "[ENTRY_ID, ...]", ids="entry",
+            v0={"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}]}),
+    ), details="free: kept entries do not use the emit budget"),
+    ToolSpec("emit", "add a new entry", (
+        Arg("kind", {"enum": list(KINDS)}, "entry kind", '"procedure|insight|fact|pitfall"'),
+        Arg("text", _ID, "the entry's text (within the token limit)", "TEXT"),
+        Arg("provenance", {"type": "array", "items": {"anyOf": [_ID, _RANGE]}, "minItems": 1, "maxItems": MAX_PROVENANCE},
+            "region entry ids and/or ranges inside linked trajectories",
+            '[ENTRY_ID or {"trajectory_id": ID, "start": S, "end": E}]', ids="entry",
+            v0={"type": "array", "minItems": 1, "prefixItems": [_PROVENANCE_ITEM_V0] * MAX_PROVENANCE}),
+    ), details="uses the emit budget"),
+    ToolSpec("retract", "drop the N-th emitted or kept entry", (
+        Arg("index", _INT0, "position in the new region", "N", v0={"type": "integer"}),
+    )),
+    ToolSpec("commit", "replace the region with what was emitted and get the reward",
+             details="the new region replaces the old one and is evaluated; `terminated=True`"),
+)
+SPECS: dict[str, ToolSpec] = {t.name: t for t in TOOL_SPECS}
+TOOL_NAMES: tuple[str, ...] = tuple(SPECS)
+
+
+def _is_integer(_checker: Any, instance: Any) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+@cache
+def validator_class() -> Any:
+    """Draft 2020-12 with "integer" meaning a JSON integer (``5.0`` and ``true`` are not), as a grammar emits it
+    and as the env has always read it. jsonschema is imported here, on the first call: ``import dreamer_gym``
+    stays cheap."""
+    from jsonschema import Draft202012Validator, validators
+
+    checker = Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer)
+    return validators.extend(Draft202012Validator, type_checker=checker)
+
+
+def check_contract(contract: Any) -> int:
+    if isinstance(contract, bool) or contract not in CONTRACTS:
+        raise ValueError(f"Expected `tool_contract` to be one of {list(CONTRACTS)}, got {contract!r}")
+    return int(contract)
+
+
+def arguments_schema(name: str, contract: int = LATEST_CONTRACT) -> dict[str, Any]:
+    """The JSON Schema of ``name``'s arguments (an object) under ``contract``."""
+    spec = SPECS[name]
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {a.name: a.value_schema(check_contract(contract)) for a in spec.args},
+        "required": [a.name for a in spec.args if a.required],
+    }
+    if contract >= 1:
+        schema["additionalProperties"] = False
+    return schema
+
+
+def call_schema(contract: int = LATEST_CONTRACT, tools: Iterable[str] | None = None) -> dict[str, Any]:
+    """The JSON Schema of one flat call ``{"tool": NAME, ...arguments}``: one ``anyOf`` branch per tool."""
+    branches = []
+    for name in (TOOL_NAMES if tools is None else tools):
+        args = arguments_schema(name, contract)
+        branches.append({**args, "properties": {"tool": {"const": name}, **args["properties"]},
+                         "required": ["tool", *args["required"]]})
+    return {"anyOf": branches}
+
+
+@cache
+def _validator(name: str, contract: int) -> Any:
+    return validator_class()(arguments_schema(name, contract))
+
+
+def describe(schema: Mapping[str, Any]) -> str:
+    """A value schema in words (error messages and the docs table)."""
+    if "enum" in schema:
+        return "one of " + ", ".join(json.dumps(v) for v in schema["enum"])
+    if "const" in schema:
+        return json.dumps(schema["const"])
+    if "anyOf" in schema:
+        return " or ".join(describe(s) for s in schema["anyOf"])
+    kind = schema.get("type")
+    if kind == "string":
+        out = "a non-empty string" if schema.get("minLength", 0) >= 1 else "a string"
+        return out + (f" of at most {schema['maxLength']} characters" if "maxLength" in schema else "")
+    if kind == "integer":
+        low, high = schema.get("minimum"), schema.get("maximum")
+        if low is not None and high is not None:
+            return f"an integer in [{low}, {high}]"
+        return "an integer" + (f" >= {low}" if low is not None else "") + (f" <= {high}" if high is not None else "")
+    if kind == "array":
+        items = schema.get("items") or (schema.get("prefixItems") or [{}])[0]
+        size = "a non-empty list" if schema.get("minItems", 0) >= 1 else "a list"
+        most = f" (at most {schema['maxItems']})" if "maxItems" in schema else ""
+        return f"{size}{most}, each {describe(items)}"
+    if kind == "object":
+        keys = [f"{k}" + ("" if k in schema.get("required", ()) else "?") for k in schema.get("properties", {})]
+        return "an object {" + ", ".join(keys) + "}"
+    return "any value"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _field(path: Sequence[Any]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _message(name: str, error: ValidationError, contract: int) -> str:
+    spec = SPECS[name]
+    names = [a.name for a in spec.args]
+    if error.validator == "additionalProperties" and not error.path:
+        extra = sorted(set(error.instance) - set(names))
+        known = ", ".join(f"`{n}`" for n in names) or "none"
+        return (f"`{name}` has no argument {', '.join(f'`{k[:40]}`' for k in extra[:3])}; its arguments are {known} "
+                f"(tool contract {contract} refuses unknown keys: check the spelling)")
+    if error.validator == "required" and not error.path:
+        missing = next(a for a in spec.args if a.required and a.name not in error.instance)
+        return f"`{name}` needs `{missing.name}`: {missing.doc}, {describe(missing.value_schema(contract))}"
+    where = _field(error.absolute_path)
+    top = spec.arg(str(error.absolute_path[0])) if error.absolute_path else None
+    hint = f" ({top.doc})" if top is not None and len(error.absolute_path) == 1 else ""
+    schema: Mapping[str, Any] = error.schema  # type: ignore[assignment]
+    fix = f"; send a list: {json.dumps([error.instance])[:60]}" if schema.get("type") == "array" and isinstance(error.instance, str) else ""
+    return f"`{where}`{hint} must be {describe(schema)}, got {_short(error.instance)}{fix}"
+
+
+def _lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, list):
+        return any(_lone_surrogate(v) for v in value)
+    if isinstance(value, dict):
+        return any(_lone_surrogate(v) for v in value.values())
+    return False
+
+
+def argument_error(name: str, args: Mapping[str, Any], contract: int = LATEST_CONTRACT) -> str | None:
+    """Why ``args`` are not a well-formed call of ``name`` under ``contract`` (one sentence naming the field
+    and what it must be), or None. Strings must also be valid Unicode (JSON can encode a lone surrogate)."""
+    errors = list(_validator(name, contract).iter_errors(args))
+    if errors:  # the shallowest first: "`ids` must be a list" before anything inside it
+        return _message(name, min(errors, key=lambda e: len(e.absolute_path)), contract)
+    for arg in SPECS[name].args:
+        if arg.name in args and _lone_surrogate(args[arg.name]):
+            return f"`{arg.name}` is not valid Unicode (a lone surrogate?)"
+    return None
+
+
+def openai_tools(contract: int = LATEST_CONTRACT) -> list[dict[str, Any]]:
+    """The OpenAI function-calling ``tools=[...]`` list; a call comes back as ``{"name", "arguments"}``,
+    which the env takes as it is."""
+    out = []
+    for spec in TOOL_SPECS:
+        params = arguments_schema(spec.name, contract)
+        for arg in spec.args:
+            params["properties"][arg.name] = {**params["properties"][arg.name], "description": arg.doc}
+        description = spec.description + (f" ({spec.details})" if spec.details else "")
+        out.append({"type": "function", "function": {"name": spec.name, "description": description,
+                                                     "parameters": params}})
+    return out
+
+
+def prompt_lines() -> dict[str, str]:
+    """Tool name -> the one line the prompts show: an example call, then what the tool does."""
+    out = {}
+    for spec in TOOL_SPECS:
+        args = "".join(f', "{a.name}": {a.placeholder}' for a in spec.args)
+        out[spec.name] = f'{{"tool": "{spec.name}"{args}}} - {spec.description}'
+    return out
+
+
+def tool_table(contract: int = LATEST_CONTRACT) -> str:
+    """The docs' tool table (Markdown) under ``contract``."""
+    rows = ["| tool | arguments | effect |", "|---|---|---|"]
+    for spec in TOOL_SPECS:
+        args = []
+        for a in spec.args:
+            optional = "" if a.required else (f", optional (default {a.default})" if a.default is not None else ", optional")
+            args.append(f"`{a.name}`: {a.doc}; {describe(a.value_schema(contract))}{optional}")
+        effect = spec.description + (f"; {spec.details}" if spec.details else "")
+        rows.append(f"| `{spec.name}` | {'<br>'.join(args) or '—'} | {effect} |")
+    return "\n".join(rows)
+
+
+__all__ = ["CONTRACTS", "LATEST_CONTRACT", "TOOL_NAMES", "TOOL_SPECS", "Arg", "ToolSpec", "argument_error",
+           "arguments_schema", "call_schema", "check_contract", "describe", "openai_tools", "prompt_lines", "tool_table", "validator_class"]
