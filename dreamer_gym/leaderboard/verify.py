@@ -17,6 +17,7 @@ from __future__ import annotations
 import secrets
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -87,8 +88,51 @@ def reference_banks(track: Track, *, progress: bool = False, **free: Any) -> lis
     return [json.loads(dumps(data))]
 
 
+STAGES = ("acquire", "oracle", "consolidator", "re-score")
+
+
+class StageReport:
+    """Names each stage of a verification on stderr as it starts and ends (with its seconds), so a run of
+    several minutes never sits silent between the bars of its stages."""
+
+    def __init__(self, enabled: bool, timings: dict[str, float]) -> None:
+        self.enabled = enabled
+        self.timings = timings
+
+    def __call__(self, stage: str, what: str):  # noqa: ANN204 - a context manager
+        import contextlib
+
+        @contextlib.contextmanager
+        def running():  # noqa: ANN202
+            index = STAGES.index(stage) + 1
+            if self.enabled:
+                print(f"[{index}/{len(STAGES)}] {stage}: {what}", file=sys.stderr, flush=True)
+            clock = time.perf_counter()
+            yield
+            self.timings[f"{stage.replace('-', '')}_s"] = seconds = time.perf_counter() - clock
+            if self.enabled:
+                print(f"[{index}/{len(STAGES)}] {stage}: done in {seconds:.0f} s", file=sys.stderr, flush=True)
+
+        return running()
+
+
+def _wait(process: subprocess.Popen, timeout_s: float, progress: bool, label: str) -> None:
+    """Wait for ``process``, ticking a bar of elapsed seconds (the child runs quiet: its output is kept for
+    the error message)."""
+    from tqdm.auto import tqdm
+
+    clock = time.perf_counter()
+    with tqdm(desc=label, unit="s", disable=not progress, bar_format="{desc}: {elapsed} elapsed") as bar:
+        while process.poll() is None:
+            if time.perf_counter() - clock > timeout_s:
+                process.kill()
+                raise SubmissionError(f"the consolidator ran past {timeout_s:.0f} s and was stopped")
+            time.sleep(1.0)
+            bar.update(1)
+
+
 def run_submit(consolidator: str, track_file: Path, out: Path, *, kind: str | None = None,
-               trained_on: list[str] | None = None, timeout_s: float = 3600.0) -> Path:
+               trained_on: list[str] | None = None, timeout_s: float = 3600.0, progress: bool = False) -> Path:
     """``dreamer-gym leaderboard submit`` in a child process (the consolidator never shares the board's)."""
     cmd = [sys.executable, "-m", "dreamer_gym.cli", "leaderboard", "submit", "--consolidator", consolidator,
            "--track", str(track_file), "--out", str(out), "--quiet"]
@@ -96,10 +140,13 @@ def run_submit(consolidator: str, track_file: Path, out: Path, *, kind: str | No
         cmd += ["--kind", kind]
     if trained_on:
         cmd += ["--trained-on", *trained_on]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-    if done.returncode != 0:
-        raise SubmissionError(f"the consolidator {consolidator!r} failed in its process (exit {done.returncode}): "
-                              f"{done.stderr.strip()[-2000:]}")
+    with tempfile.TemporaryFile("w+") as stderr:
+        process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+        _wait(process, timeout_s, progress, f"consolidator {consolidator!r} in its own process")
+        if process.returncode != 0:
+            stderr.seek(0)
+            raise SubmissionError(f"the consolidator {consolidator!r} failed in its process (exit {process.returncode}): "
+                                  f"{stderr.read().strip()[-2000:]}")
     return out
 
 
@@ -113,26 +160,22 @@ def verify(track: Track, consolidator: str, work_dir: Path, *, seeds: list[int] 
     seeds = sorted(seeds) if seeds is not None else draw_seeds(len(track.banks))
     if len(seeds) != len(track.banks):
         raise ConfigError(f"track {track.name!r} has {len(track.banks)} banks; got {len(seeds)} seeds")
-    timings = {} if timings is None else timings
-    clock = time.perf_counter()
-    pool_path, pool_hash = acquire_pool(track, seeds, work_dir / "pool.json.gz", eval_variations=eval_variations,
-                                        gold_variations=gold_variations, progress=progress)
-    timings["acquire_s"] = time.perf_counter() - clock
+    stage = StageReport(progress, {} if timings is None else timings)
+    with stage("acquire", f"fresh banks of {len(track.families)} families on bank seeds {seeds} (real acquisition)"):
+        pool_path, pool_hash = acquire_pool(track, seeds, work_dir / "pool.json.gz", eval_variations=eval_variations,
+                                            gold_variations=gold_variations, progress=progress)
     fresh = verification_track(track, pool_path.resolve(), pool_hash)
     track_file = write_track(fresh, work_dir / f"{track.name}.yaml")
-    clock = time.perf_counter()
-    references = reference_banks(fresh, progress=progress, **free)
-    timings["oracle_s"] = time.perf_counter() - clock
-    clock = time.perf_counter()
-    submission_file = run_submit(consolidator, track_file, work_dir / "submission.json", kind=kind,
-                                 trained_on=trained_on)
-    timings["consolidator_s"] = time.perf_counter() - clock  # its own process: start, run, its scoring service
-    clock = time.perf_counter()
-    data = load_submission(submission_file)
-    [checked] = check_data(data, {fresh.name: fresh}, references=references)
-    records = rescore(fresh, checked.block, progress=progress, **free)
-    compare_claims(0, checked.block, records)
-    timings["checks_and_rescore_s"] = time.perf_counter() - clock
+    with stage("oracle", "the oracle's banks on the fresh pool (the reference a contender may not copy)"):
+        references = reference_banks(fresh, progress=progress, **free)
+    with stage("consolidator", f"{consolidator!r} in its own process, on the fresh track"):  # start, run, its service
+        submission_file = run_submit(consolidator, track_file, work_dir / "submission.json", kind=kind,
+                                     trained_on=trained_on, progress=progress)
+    with stage("re-score", "the submission's checks, then its banks re-scored on TEST episodes"):
+        data = load_submission(submission_file)
+        [checked] = check_data(data, {fresh.name: fresh}, references=references)
+        records = rescore(fresh, checked.block, progress=progress, **free)
+        compare_claims(0, checked.block, records)
     verification = {"bank_seeds": seeds, "pool_hash": pool_hash, "eval_variations": eval_variations,
                     "oracle_score": references[0]["tracks"][0]["claimed"]["score"],
                     "gold_variations": gold_variations, "seed_source": source}

@@ -23,11 +23,18 @@ def test_only_held_out_tracks_have_a_verified_tier(tmp_path: Path) -> None:
 
 
 @pytest.mark.jvm
-def test_verify_runs_the_consolidator_out_of_process_on_fresh_banks(tmp_path: Path) -> None:
+def test_verify_runs_the_consolidator_out_of_process_on_fresh_banks(tmp_path: Path,
+                                                                     capfd: pytest.CaptureFixture[str]) -> None:
     data = {**load_track("scienceworld").__dict__, "name": "tiny-verify", "families": (FAMILY,), "banks": (0,),
             "eval_in_family": 2, "eval_other": 0}
     track = Track(**data)
-    record = verify(track, "dedupe", tmp_path, eval_variations=3, gold_variations=3)
+    timings: dict[str, float] = {}
+    record = verify(track, "dedupe", tmp_path, eval_variations=3, gold_variations=3, progress=True, timings=timings)
+    said = capfd.readouterr().err  # every stage is named as it starts and ends, never minutes of silence
+    for i, stage in enumerate(("acquire", "oracle", "consolidator", "re-score"), start=1):
+        assert f"[{i}/4] {stage}: " in said and f"[{i}/4] {stage}: done in" in said
+    assert "consolidator 'dedupe' in its own process" in said  # the child's wait ticks a bar
+    assert set(timings) == {"acquire_s", "oracle_s", "consolidator_s", "rescore_s"}
     assert record["tier"] == "verified" and record["track"] == "tiny-verify"
     [seed] = record["verification"]["bank_seeds"]
     assert seed >= SEED_LOW and record["verification"]["seed_source"].startswith("drawn at verification")
