@@ -1,11 +1,16 @@
-"""`dreamer-gym` command line: acquire, consolidate, evaluate, validity, power.
+"""`dreamer-gym`: the memory-consolidation benchmark's command line (one line per subcommand below).
 
 The env and LLM flags are generated from the config dataclasses (:mod:`dreamer_gym.cli_args`): every field
 of :class:`~dreamer_gym.envs.config.ConsolidationConfig` that an env id does not freeze is a flag of the same
 name (``eval_in_family`` -> ``--eval-in-family``), and every field of :class:`~dreamer_gym.llm.LLMConfig`
 is a flag for both LLM sides (``--model``) and, with ``--consolidator-``/``--agent-``, for one side. A flag
 not given stays None and is not sent, so the registered id's value holds. ``--config FILE`` (YAML) gives
-values for the same flags; consolidators are found by name in :mod:`dreamer_gym.consolidators.registry`.
+values for the same flags (a bare NAME is a shipped recipe, :func:`~dreamer_gym.cli_args.resolve_config`);
+consolidators are found by name in :mod:`dreamer_gym.consolidators.registry`. ``train``'s flags are generated
+the same way from its algorithm's config dataclass and override the ``--config`` YAML.
+
+An expected error (a typo'd id, a missing file or extra, a bad value) is one line on stderr and exit code 2
+(:mod:`dreamer_gym.cli_errors`); ``--debug`` or ``DREAMER_GYM_DEBUG=1`` shows its traceback instead.
 """
 from __future__ import annotations
 
@@ -14,11 +19,31 @@ import inspect
 import json
 import logging
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import yaml
 
-from dreamer_gym.cli_args import add_dataclass_arguments, apply_config_file, cli_fields, dataclass_kwargs, subparser
+from dreamer_gym.cli_args import (
+    add_dataclass_arguments,
+    apply_config_file,
+    cli_fields,
+    dataclass_kwargs,
+    recipe_names,
+    resolve_config,
+    subparser,
+)
+from dreamer_gym.cli_errors import (
+    INTERRUPTED,
+    TRAIN_MODULES,
+    USAGE_ERROR,
+    check_env_id,
+    check_requirements,
+    debug_requested,
+    error_message,
+    failure_summary,
+    require,
+)
 from dreamer_gym.envs.config import ConsolidationConfig
 from dreamer_gym.envs.frozen import REWARD_FIELDS
 from dreamer_gym.errors import ConfigError
@@ -84,6 +109,22 @@ def _llm_config(args: argparse.Namespace, role: str) -> dict[str, object]:
     return LLMConfig(**{**shared, **dataclass_kwargs(args, LLMConfig, dest_prefix=f"{role}_llm.")}).to_dict()
 
 
+def _names(value: str) -> list[str]:
+    """A comma-separated list of consolidator names, each looked up in the registry before anything starts.
+
+    Raises:
+        ConfigError: a name is unknown (the message lists the known ones) or the list is empty.
+    """
+    from dreamer_gym.consolidators import get_consolidator_factory
+
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    if not names:
+        raise ConfigError(f"Expected --consolidator to name one or more consolidators (a comma list), got {value!r}")
+    for name in names:
+        get_consolidator_factory(name)
+    return names
+
+
 def _make_consolidator(name: str, args: argparse.Namespace) -> object:
     """Build consolidator ``name`` from the registry, handing it what its constructor asks for by name:
     ``llm`` (the consolidator's LLM config), ``guided`` and ``seed``."""
@@ -99,15 +140,19 @@ def _make_consolidator(name: str, args: argparse.Namespace) -> object:
 
 
 def _env_id(args: argparse.Namespace) -> str:
-    """``--reward-agent llm`` picks the LLM-agent variant of ``--env`` (the reward agent is frozen per id)."""
+    """``--reward-agent llm`` picks the LLM-agent variant of ``--env`` (the reward agent is frozen per id).
+
+    Raises:
+        ConfigError: the id has no variant for that reward agent.
+    """
     from dreamer_gym.envs.tracks import LLM_VARIANTS, REGISTERED
 
     if args.reward_agent == "llm" and REGISTERED.get(args.env, {}).get("reward_agent") != "llm":
         if args.env not in LLM_VARIANTS:
-            raise SystemExit(f"{args.env} has no LLM-agent variant; known: {sorted(LLM_VARIANTS.values())}")
+            raise ConfigError(f"{args.env} has no LLM-agent variant; known: {sorted(LLM_VARIANTS.values())}")
         return LLM_VARIANTS[args.env]
     if args.reward_agent == "memory" and REGISTERED.get(args.env, {}).get("reward_agent") == "llm":
-        raise SystemExit(f"{args.env} is rewarded by the LLM agent; pass --reward-agent llm or another --env")
+        raise ConfigError(f"{args.env} is rewarded by the LLM agent; pass --reward-agent llm or another --env")
     return args.env
 
 
@@ -172,7 +217,7 @@ def _run(args: argparse.Namespace, names: list[str], env_id: str | None = None,
 
     import dreamer_gym  # noqa: F401 - registers the ids
     from dreamer_gym.consolidators import run_episode
-    from dreamer_gym.errors import LLMError
+    from dreamer_gym.errors import EvaluationFailed, LLMError
 
     env = _make_env(env_id or _env_id(args), _env_kwargs(args))
     config: ConsolidationConfig = env.unwrapped.config
@@ -189,8 +234,8 @@ def _run(args: argparse.Namespace, names: list[str], env_id: str | None = None,
             try:
                 info = run_episode(env, policies[name], seed=seed, options={"family": family})  # type: ignore[arg-type]
                 info["tool_calls"] = config.max_tool_calls - int(info["tool_calls_left"])
-            except LLMError as exc:
-                info = {"error": f"{type(exc).__name__}: {exc}"}
+            except (LLMError, EvaluationFailed) as exc:  # recorded with its reasons; the next episode goes on
+                info = {"error": f"{type(exc).__name__}: {exc}", "reasons": _reasons(exc)}
             info.update(family=family, seed=seed)
             results.setdefault(name, []).append(info)
     finally:
@@ -200,6 +245,28 @@ def _run(args: argparse.Namespace, names: list[str], env_id: str | None = None,
                 backend.close()
         env.close()
     return [_summarise(n, infos) for n, infos in results.items()], results, config
+
+
+def _reasons(exc: Exception) -> list[str]:
+    """Why an episode failed: an EvaluationFailed's distinct reasons, else the error itself."""
+    errors = list(getattr(exc, "errors", ()) or ())
+    return errors or [f"{type(exc).__name__}: {exc}"]
+
+
+def failure_lines(results: dict[str, list[dict[str, object]]]) -> str:
+    """The lines under a table that counts failures: each distinct reason once, with its count (and, where the
+    table has several rows, whose)."""
+    several = len(results) > 1
+    reasons = [f"{r}" + (f" ({name})" if several else "") for name, infos in results.items() for info in infos
+               if "error" in info for r in info.get("reasons") or [info["error"]]]  # type: ignore[union-attr]
+    return failure_summary(reasons)
+
+
+def _print_table(rows: list[dict[str, object]], results: dict[str, list[dict[str, object]]]) -> None:
+    print(_table(rows))
+    failures = failure_lines(results)
+    if failures:
+        print(failures)
 
 
 def _header(args: argparse.Namespace, families: int, config: ConsolidationConfig) -> str:
@@ -212,11 +279,10 @@ def _header(args: argparse.Namespace, families: int, config: ConsolidationConfig
 
 def _cmd_consolidate(args: argparse.Namespace) -> int:
     """Run consolidators through the env and print what each did to score and size."""
-    names = (args.consolidator or args.consolidators).split(",")
-    rows, results, config = _run(args, names)
+    rows, results, config = _run(args, _names(args.consolidator))
     families = len({i["family"] for infos in results.values() for i in infos})
     print(_header(args, families, config))
-    print(_table(rows))
+    _print_table(rows, results)
     return 0 if all("failed" not in r for r in rows) else 1
 
 
@@ -226,7 +292,7 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
     from dreamer_gym.envs.tracks import TRANSFER_TRACK
     from dreamer_gym.errors import DreamerGymError
 
-    names = args.consolidator.split(",")
+    names = _names(args.consolidator)
     # the env flags as given (None: each id's own value), by ConsolidationConfig field name
     settings = {f.name: getattr(args, f"env.{f.name}") for f, _, _ in cli_fields(ConsolidationConfig, ENV_SKIP)}
     settings.update(max_families=args.max_families, reward_agent=args.reward_agent)
@@ -236,12 +302,12 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
     for role, base_id in TRANSFER_TRACK:
         try:
             env_id = _env_id(argparse.Namespace(**{**vars(args), "env": base_id}))
-        except SystemExit as exc:  # no LLM-agent variant of this suite
+        except ConfigError as exc:  # no LLM-agent variant of this suite
             print(f"\n{base_id} ({role}): not run: {exc}")
             record["suites"][base_id] = {"role": role, "unavailable": str(exc)}  # type: ignore[index]
             continue
         try:
-            rows, _, config = _run(args, names, env_id=env_id)
+            rows, results, config = _run(args, names, env_id=env_id)
         except DreamerGymError as exc:
             print(f"\n{env_id} ({role}): not run here: {exc}")
             record["suites"][env_id] = {"role": role, "unavailable": str(exc)}  # type: ignore[index]
@@ -252,7 +318,7 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
         status |= any("failed" in r for r in rows)
         print(f"\n{env_id} ({role}): {len(args.seeds)} seeds per family, "
               f"{config.eval_in_family}+{config.eval_other} DEV episodes per commit")
-        print(_table(rows))
+        _print_table(rows, results)
         record["suites"][env_id] = {"role": role, "rows": rows}  # type: ignore[index]
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -265,12 +331,16 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     """Evaluate one consolidator; print the table and write every episode's record as JSON."""
     if args.track == "transfer":
         return _cmd_transfer(args)
-    rows, results, config = _run(args, [args.consolidator])
+    names = _names(args.consolidator)
+    if len(names) > 1:
+        raise ConfigError(f"evaluate takes one consolidator, got {names}; compare several with `dreamer-gym "
+                          "consolidate --consolidator a,b` or run them on the transfer track with --track transfer")
+    rows, results, config = _run(args, names)
     infos = results.get(args.consolidator, [])
     print(_header(args, len({i["family"] for i in infos}), config))
-    print(_table(rows))
+    _print_table(rows, results)
     if args.out:
-        keep = ("family", "seed", "error", "return", "score_before", "score_after", "success_before", "success_after",
+        keep = ("family", "seed", "error", "reasons", "return", "score_before", "score_after", "success_before", "success_after",
                 "size_before", "size_after", "invalid_calls", "tool_calls", "episode_errors", "episodes")
         record = {
             "env": _env_id(args), "consolidator": args.consolidator, "reward_agent": args.reward_agent,
@@ -297,33 +367,71 @@ def _cmd_validity(args: argparse.Namespace) -> int:
     return 1 if failed and args.strict else 0
 
 
+TRAIN_ALGOS: dict[str, str] = {
+    "grpo": "our GRPO trainer (GRPOConfig, docs/grpo.md)",
+    "trl": "TRL's GRPOTrainer (a trl_recipe YAML: its settings are in the recipe, no field flags)",
+    "oplevel": "the op-level policy (OpLevelConfig, docs/byo.md)",
+    "sb3": "MaskablePPO on the op-level wrapper (SB3Config, docs/byo.md)",
+}
+
+
+def train_config_class(algo: str) -> type | None:
+    """The config dataclass whose fields are ``train --algo ALGO``'s flags (None for trl: its recipe holds them).
+
+    Raises:
+        DependencyNotInstalled: the algorithm's extra is missing (checked before anything is imported: the
+            op-level and SB3 configs live beside their torch trainers).
+    """
+    if algo not in TRAIN_ALGOS:
+        return None
+    require(TRAIN_MODULES[algo], f"train --algo {algo}")
+    if algo == "grpo":
+        from dreamer_gym.training.config import GRPOConfig
+
+        return GRPOConfig
+    if algo == "oplevel":
+        from dreamer_gym.training.oplevel import OpLevelConfig
+
+        return OpLevelConfig
+    if algo == "sb3":
+        from dreamer_gym.training.sb3_oplevel import SB3Config
+
+        return SB3Config
+    return None
+
+
+def _train_config(args: argparse.Namespace, cls: type) -> object:
+    """``cls`` from the ``--config`` YAML, with the field flags given on the command line on top."""
+    return cls.load(args.train_config, **dataclass_kwargs(args, cls, dest_prefix="train."))  # type: ignore[attr-defined]
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
     """GRPO on an env id from a YAML config (flags override it); with ``--probe N``, only the signal probe.
     ``--algo trl``: TRL's own GRPOTrainer from a recipe YAML (dreamer_gym/training/trl_recipe.py)."""
     if args.algo == "trl":
         from dreamer_gym.training import trl_recipe
 
-        if args.probe or args.steps is not None or args.output_dir is not None or args.seed is not None:
-            raise ConfigError("--algo trl takes its settings from the recipe's `trl:` section; drop --probe, "
-                              "--steps, --output-dir and --seed")
+        if args.probe:
+            raise ConfigError("--probe is for --algo grpo; --algo trl takes its settings from the recipe's `trl:` "
+                              "section")
         return trl_recipe.main([str(args.train_config), *(["--check"] if args.check else []),
                                 *(["--resume"] if args.resume else [])])
     if args.algo == "oplevel":
         return _train_oplevel(args)
     if args.algo == "sb3":
-        if args.probe or args.check or args.resume or args.steps is not None:
-            raise ConfigError("--algo sb3 takes total_timesteps from its config; drop --probe, --check, --resume, --steps")
+        if args.probe or args.check or args.resume:
+            raise ConfigError("--probe, --check and --resume are not for --algo sb3; drop them")
         from dreamer_gym.training.sb3_oplevel import SB3Config, train_maskable_ppo
 
-        config = SB3Config.load(args.train_config, output_dir=args.output_dir, seed=args.seed)
-        print(f"model: {train_maskable_ppo(config, progress=not args.quiet)}")
+        config = _train_config(args, SB3Config)
+        print(f"model: {train_maskable_ppo(config, progress=not args.quiet)}")  # type: ignore[arg-type]
         return 0
     if args.check or args.resume:
         raise ConfigError("--check and --resume are for --algo trl (our trainer validates the config on load and "
                           "always resumes from output_dir)")
     from dreamer_gym.training.config import GRPOConfig
 
-    config = GRPOConfig.load(args.train_config, steps=args.steps, output_dir=args.output_dir, seed=args.seed)
+    config: GRPOConfig = _train_config(args, GRPOConfig)  # type: ignore[assignment]
     out = Path(config.output_dir)
     if args.probe:
         from dreamer_gym.envs.tracks import REGISTERED
@@ -370,7 +478,7 @@ def _train_oplevel(args: argparse.Namespace) -> int:
     from dreamer_gym.training.logs import plot_curve
     from dreamer_gym.training.oplevel import OpLevelConfig, OpLevelTrainer
 
-    config = OpLevelConfig.load(args.train_config, steps=args.steps, output_dir=args.output_dir, seed=args.seed)
+    config: OpLevelConfig = _train_config(args, OpLevelConfig)  # type: ignore[assignment]
     trainer = OpLevelTrainer(config)
     try:
         records = trainer.train(progress=not args.quiet)
@@ -406,11 +514,22 @@ def _deprecated(p: argparse.ArgumentParser, flag: str, dest: str, kind: type) ->
     p.add_argument(flag, dest=dest, type=kind, default=None, help=argparse.SUPPRESS)
 
 
+DESCRIPTION = "The dreamer_gym benchmark (learned memory consolidation as a Gymnasium env) from the command line."
+CONFIG_HELP = ("YAML file of flag values (the command line wins), or the name of a shipped recipe: {names}")
+ENV_HELP = "registered env id (dreamer_gym's ids: docs/env.md; a typo gets a suggestion)"
+
+
+def _config_flag(p: argparse.ArgumentParser, dest: str = "config", required: bool = False) -> None:
+    p.add_argument("--config", dest=dest, default=None, required=required, metavar="FILE|NAME",
+                   help=CONFIG_HELP.format(names=", ".join(recipe_names())))
+
+
 def _add_run_flags(p: argparse.ArgumentParser) -> None:
     """What consolidate and evaluate share: seeds, families, env flags, LLM flags."""
-    p.add_argument("--config", type=Path, default=None, help="YAML file of flag values (the command line wins)")
+    _config_flag(p)
     p.add_argument("--families", default="", help="comma-separated families (default: every family of the pool)")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0])
+    p.add_argument("--seeds", type=int, nargs="+", default=[0],
+                   help="reset seeds: each consolidator plays one episode per family per seed (default: 0)")
     p.add_argument("--reward-agent", choices=("memory", "llm"), default="memory",
                    help="llm: the LLM-agent variant of --env")
     _add_env_flags(p, ENV_SKIP)
@@ -423,43 +542,84 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-guided", action="store_true", help="prompted: no guided JSON decoding")
     g.add_argument("--consolidator-seed", type=int, default=0,
                    help="seed of a stochastic consolidator (the prompted model's sampling, random)")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
     for flag, dest, kind in (("--episodes", "env.eval_in_family", int), ("--other", "env.eval_other", int),
                              ("--region-entries", "env.max_region_entries", int), ("--timeout", "llm.timeout_s", float),
                              ("--llm-seed", "consolidator_seed", int)):
         _deprecated(p, flag, dest, kind)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _add_train_parser(sub: argparse._SubParsersAction, algo: str) -> None:
+    """``train``; the fields of ``--algo``'s config dataclass are its flags (only those of the algorithm named on
+    the command line exist: the op-level and SB3 configs need torch to import)."""
+    p = sub.add_parser("train", help="train a consolidator on an env id: GRPO (docs/grpo.md), op-level or SB3 "
+                       "(docs/byo.md)", description="Train a consolidator. The --config YAML gives the config "
+                       "dataclass's fields; a flag of the same name overrides it (`train --algo ALGO --help` lists "
+                       "ALGO's).")
+    p.add_argument("--algo", choices=tuple(TRAIN_ALGOS), default="grpo",
+                   help="; ".join(f"{k}: {v}" for k, v in TRAIN_ALGOS.items()))
+    _config_flag(p, dest="train_config", required=True)
+    p.add_argument("--probe", type=int, default=0, metavar="GROUPS",
+                   help="--algo grpo: do not train: play GROUPS groups per family with the untrained policy and "
+                   "report, per family, the share of rollouts whose downstream score changes (output_dir/probe.json)")
+    p.add_argument("--check", action="store_true", help="--algo trl: validate the recipe and exit")
+    p.add_argument("--resume", action="store_true", help="--algo trl: resume from trl.output_dir's last checkpoint")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    cls = train_config_class(algo)
+    if cls is not None:
+        g = p.add_argument_group(f"--algo {algo}: {cls.__name__} fields (override the --config YAML's)")
+        add_dataclass_arguments(g, cls, dest_prefix="train.", help_suffix="(dataclass default: {default})")
+    p.set_defaults(func=_cmd_train)
+
+
+def _train_algo(argv: list[str] | None) -> str:
+    """The ``--algo`` of a ``train`` command line (grpo when not given), read before the parser is built."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "train" not in args:
+        return "grpo"
+    peek = argparse.ArgumentParser(add_help=False)
+    peek.add_argument("--algo", default="grpo")
+    return str(peek.parse_known_args(args[args.index("train") + 1:])[0].algo)
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; ``argv`` picks which algorithm's flags ``train`` gets (``--algo``)."""
     from dreamer_gym.studies.power import PowerConfig
     from dreamer_gym.studies.validity import ValidityConfig
 
-    parser = argparse.ArgumentParser(prog="dreamer-gym", description=__doc__.split("\n\n")[0])
-    parser.add_argument("-v", "--verbose", action="store_true")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="dreamer-gym", description=DESCRIPTION,
+                                     epilog="`dreamer-gym COMMAND --help` for a command's flags. An expected error "
+                                     "is one line and exit code 2; --debug shows its traceback.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an error instead of one line (anywhere on the line; also DREAMER_GYM_DEBUG=1)")
+    sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
     p = sub.add_parser("acquire", help="build a frozen bank pool by real acquisition")
-    p.add_argument("--suite", default="scienceworld")
+    p.add_argument("--suite", default="scienceworld", help="registered suite name (default: scienceworld)")
     p.add_argument("--families", default="", help="comma-separated task families (default: the suite's training "
                    "families, or with --held-out its held-out ones)")
     p.add_argument("--held-out", action="store_true", help="a held-out pool: the suite's held_out_families "
                    "(use bank seeds no training pool uses)")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--eval-variations", type=int, default=10)
-    p.add_argument("--gold-variations", type=int, default=20)
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
+                   help="bank seeds: one bank per seed (default: 0 1 2)")
+    p.add_argument("--eval-variations", type=int, default=10, help="evaluation variations per family")
+    p.add_argument("--gold-variations", type=int, default=20, help="variations whose gold paths the oracle reads")
+    p.add_argument("--out", type=Path, required=True, help="where the pool goes (.json.gz)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_acquire)
 
     p = sub.add_parser("consolidate", help="run consolidators through the env and print a table")
-    p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0")
-    p.add_argument("--consolidators", default=DEFAULT_CONSOLIDATORS, help="comma-separated registered names")
-    p.add_argument("--consolidator", default="", help="one consolidator (overrides --consolidators)")
+    p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0", help=ENV_HELP)
+    p.add_argument("--consolidator", default=DEFAULT_CONSOLIDATORS,
+                   help=f"comma-separated registered names (default: {DEFAULT_CONSOLIDATORS})")
+    _deprecated(p, "--consolidators", "consolidator", str)
     _add_run_flags(p)
     p.set_defaults(func=_cmd_consolidate)
 
     p = sub.add_parser("evaluate", help="evaluate one consolidator (table + JSON record)")
-    p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0")
+    p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0", help=ENV_HELP)
     p.add_argument("--consolidator", default="prompted",
                    help="registered consolidator name (--track transfer: a comma-separated list)")
     p.add_argument("--track", choices=("single", "transfer"), default="single",
@@ -470,34 +630,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_evaluate)
 
     p = sub.add_parser("validity", help="the reward-validity study (paired bootstrap CIs)")
-    p.add_argument("--config", type=Path, default=None, help="YAML file of flag values (the command line wins)")
-    p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0")
+    _config_flag(p)
+    p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0", help=ENV_HELP)
     p.add_argument("--families", default="", help="comma-separated families (default: every family of the pool)")
     g = p.add_argument_group("study (ValidityConfig fields)")
     add_dataclass_arguments(g, ValidityConfig, skip=VALIDITY_SKIP, dest_prefix="study.")
     _deprecated(p, "--episodes", "study.episodes_per_family", int)
     _add_env_flags(p, VALIDITY_ENV_SKIP)
-    p.add_argument("--out", type=Path, default=Path("runs/validity"))
+    p.add_argument("--out", type=Path, default=Path("runs/validity"), help="output folder (default: runs/validity)")
     p.add_argument("--strict", action="store_true", help="exit 1 if an expected comparison fails")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_validity)
 
-    p = sub.add_parser("train", help="train a consolidator on an env id: GRPO (docs/grpo.md), op-level or SB3 (docs/byo.md)")
-    p.add_argument("--algo", choices=("grpo", "trl", "oplevel", "sb3"), default="grpo",
-                   help="grpo: our trainer (GRPOConfig YAML); trl: TRL's GRPOTrainer (a trl_recipe YAML); oplevel: "
-                   "the op-level policy (OpLevelConfig YAML, docs/byo.md); sb3: MaskablePPO on the op-level wrapper (SB3Config YAML)")
-    p.add_argument("--config", dest="train_config", type=Path, required=True,
-                   help="YAML of GRPOConfig fields (baselines/configs/grpo-*.yaml)")
-    p.add_argument("--steps", type=int, default=None, help="override the config's `steps`")
-    p.add_argument("--output-dir", default=None, help="override the config's `output_dir` (resumes from it)")
-    p.add_argument("--seed", type=int, default=None, help="override the config's `seed`")
-    p.add_argument("--probe", type=int, default=0, metavar="GROUPS",
-                   help="do not train: play GROUPS groups per family with the untrained policy and report, per "
-                   "family, the share of rollouts whose downstream score changes (output_dir/probe.json)")
-    p.add_argument("--check", action="store_true", help="--algo trl: validate the recipe and exit")
-    p.add_argument("--resume", action="store_true", help="--algo trl: resume from trl.output_dir's last checkpoint")
-    p.add_argument("--quiet", action="store_true")
-    p.set_defaults(func=_cmd_train)
+    _add_train_parser(sub, _train_algo(argv))
 
     p = sub.add_parser("serve", help="serve an env id as an OpenEnv environment server (docs/byo.md)",
                        description="Serve a registered env id as an OpenEnv environment server: TRL, SkyRL, verifiers "
@@ -513,44 +658,79 @@ def build_parser() -> argparse.ArgumentParser:
     add_leaderboard_parser(sub)
 
     p = sub.add_parser("power", help="the reward's noise and the commits a GRPO group needs (registered id as is)")
-    p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0")
+    p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0", help=ENV_HELP)
     p.add_argument("--families", default="", help="comma-separated families (default: every family of the pool)")
     g = p.add_argument_group("study (PowerConfig fields)")
     add_dataclass_arguments(g, PowerConfig, skip=POWER_SKIP, dest_prefix="power.")
-    p.add_argument("--out", type=Path, default=Path("runs/power.json"))
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--out", type=Path, default=Path("runs/power.json"), help="the JSON record (default: runs/power.json)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_power)
     return parser
 
 
+def _version() -> str:
+    try:
+        return metadata.version("dreamer-gym")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        from dreamer_gym import __version__
+
+        return str(__version__)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """Parse ``argv``; with ``--config FILE``, the file's values become the defaults and flags still win.
+    """Parse ``argv``; ``--config FILE|NAME`` is resolved to a file (a bare name is a shipped recipe) and, for
+    every command but ``train`` (whose config class reads its own YAML), the file's values become the defaults
+    and flags still win.
 
     Raises:
-        ConfigError: the config file has an unknown key or a value of the wrong type.
+        ConfigError: no such config file or recipe, or the file has an unknown key or a value of the wrong type.
     """
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
+    if getattr(args, "train_config", None) is not None:
+        args.train_config = resolve_config(args.train_config)
     if getattr(args, "config", None) is not None:
-        apply_config_file(subparser(parser, args.command), args.config)
+        path = resolve_config(args.config)
+        apply_config_file(subparser(parser, args.command), path)
         args = parser.parse_args(argv)
+        args.config = path
     return args
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """What can be checked before any work starts: the env id is registered, the extras are installed."""
+    env_id = getattr(args, "env", None) or (getattr(args, "env_id", None) if args.command == "serve" else None)
+    if env_id:
+        check_env_id(env_id)
+    check_requirements(args)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The ``dreamer-gym`` entry point: the command's exit status; 2 (one line on stderr) on an expected error."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = debug_requested(argv)
+    argv = [a for a in argv if a != "--debug"]  # anywhere on the line, not only before the command
+    words = [a for a in argv if not a.startswith("-")]
+    prog = " ".join(["dreamer-gym", *words[:1]])  # until the command line is parsed
     try:
         args = parse_args(argv)
-    except ConfigError as exc:
-        print(f"dreamer-gym: error: {exc}", file=sys.stderr)
-        return 2
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
-    try:
+        prog = " ".join(["dreamer-gym", args.command, *([args.leaderboard_command] if args.command == "leaderboard"
+                                                          else [])])
+        logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
+        check_args(args)
         return int(args.func(args) or 0)
-    except ConfigError as exc:  # a wrong name or value: the message says what and how to fix it
-        if args.verbose:
+    except KeyboardInterrupt:
+        if debug:
             raise
-        print(f"dreamer-gym {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - an expected error is one line; anything else keeps its traceback
+        message = error_message(exc)
+        if message is None or debug:
+            raise
+        print(f"{prog}: error: {message}", file=sys.stderr)
+        return USAGE_ERROR
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -5,16 +5,20 @@ A field ``eval_in_family: int = field(default=3, metadata={"help": ...})`` becom
 (``prefix`` goes in front of the name). Every generated flag defaults to ``None``, meaning "not given":
 :func:`dataclass_kwargs` returns only the fields the user passed, so whatever builds the dataclass (here
 ``gym.make`` with the registered id's kwargs) keeps its own defaults. Fields whose type is not a scalar
-(``str``, ``int``, ``float``, ``bool``, ``X | None`` of one, or ``tuple[X, ...]``) are not CLI material and
-are skipped. A YAML file supplies values for the same flags (:func:`apply_config_file`).
+(``str``, ``int``, ``float``, ``bool``, ``X | None`` of one, or ``tuple[X, ...]``) or a ``dict[str, ...]`` (a
+JSON object on the command line) are not CLI material and are skipped. A YAML file supplies values for the same flags (:func:`apply_config_file`); ``--config NAME``
+(no ``.yaml``, no slash) is a recipe shipped in ``dreamer_gym/data/configs/`` (:func:`resolve_config`), so the
+recorded baselines' settings work from an installed wheel, with no repository.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import types
 import typing
 from collections.abc import Iterable
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +35,20 @@ def _cli_type(hint: Any) -> tuple[type, bool] | None:
         return _cli_type(rest[0]) if len(rest) == 1 else None
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis and args[0] in _SCALARS:
         return args[0], True
+    if (origin is dict and args and args[0] is str) or hint is dict:
+        return json_object, False
     return (hint, False) if hint in _SCALARS else None
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """A ``dict`` field's flag value: a JSON object (``--env-overrides '{"eval_in_family": 1}'``)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {type(value).__name__}")
+    return value
 
 
 def cli_fields(cls: type, skip: Iterable[str] = ()) -> list[tuple[dataclasses.Field[Any], type, bool]]:
@@ -74,7 +91,7 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser | argparse._Argument
         if kind is bool and not is_tuple:
             kwargs["action"] = argparse.BooleanOptionalAction
         else:
-            kwargs.update(type=kind, metavar=kind.__name__.upper())
+            kwargs.update(type=kind, metavar="JSON" if kind is json_object else kind.__name__.upper())
             if is_tuple:
                 kwargs["nargs"] = "+"
             if "choices" in f.metadata:
@@ -101,6 +118,31 @@ def subparser(parser: argparse.ArgumentParser, command: str) -> argparse.Argumen
         if isinstance(action, argparse._SubParsersAction):
             return action.choices[command]
     raise KeyError(command)
+
+
+def recipes_dir() -> Path:
+    """Where the shipped recipes (the recorded baselines' config files) are, in the installed package."""
+    return Path(str(resources.files("dreamer_gym") / "data" / "configs"))
+
+
+def recipe_names() -> tuple[str, ...]:
+    return tuple(sorted(p.stem for p in recipes_dir().glob("*.yaml")))
+
+
+def resolve_config(value: str | Path) -> Path:
+    """``--config``'s value as a file: a bare name (no ``.yaml``/``.yml``, no slash) is a shipped recipe, anything
+    else a path.
+
+    Raises:
+        ConfigError: no such recipe or file; the message lists the shipped recipes.
+    """
+    text = str(value)
+    bare = "/" not in text and "\\" not in text and not text.endswith((".yaml", ".yml"))
+    path = recipes_dir() / f"{text}.yaml" if bare else Path(text).expanduser()
+    if path.is_file():
+        return path
+    what = f"no shipped recipe {text!r}" if bare else f"config file {text} does not exist"
+    raise ConfigError(f"{what}; pass a YAML path or one of the shipped recipes: {', '.join(recipe_names())}")
 
 
 def apply_config_file(parser: argparse.ArgumentParser, path: str | Path) -> None:
@@ -136,6 +178,10 @@ def _convert(action: argparse.Action, value: Any, key: str, path: str | Path) ->
             raise ConfigError(f"Expected `{key}` in {path} to be true or false, got {value!r}")
         return value
     convert = action.type or str
+    if convert is json_object:
+        if not isinstance(value, dict):
+            raise ConfigError(f"Expected `{key}` in {path} to be a mapping, got {value!r}")
+        return value
     try:
         if action.nargs in ("+", "*"):
             return [convert(v) for v in (value if isinstance(value, list) else [value])]

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dreamer_gym.cli_errors import failure_summary
 from dreamer_gym.errors import ConfigError
 
 RESULTS_DIR = Path("leaderboards/results")
@@ -78,6 +79,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
     out.write_text(dumps(data))
     for track, result in runs:
         print(f"{track.name}: score {result.summary['score']:+.4f}, tokens after {result.summary['tokens_after']:.0f}")
+        reasons = [e for record in result.ledger for e in record.get("episode_errors", ())]
+        if reasons:  # episodes that did not run: say which and why, under the line that counts them
+            print(failure_summary(reasons, indent="  "))
     print(f"wrote {out}")
     return 0
 
@@ -90,6 +94,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from dreamer_gym.leaderboard.validate import validate
 
     check_installed()
+    if not args.file.is_file():
+        raise ConfigError(f"no submission file {str(args.file)!r}; write one with `dreamer-gym leaderboard submit`")
     start = time.perf_counter()
     try:
         data = load_submission(args.file)
@@ -150,6 +156,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     from dreamer_gym.leaderboard.render import render
 
     check_installed()
+    if not args.results.is_dir():
+        raise ConfigError(f"no results folder {str(args.results)!r}; `dreamer-gym leaderboard validate` writes it")
     written = render(args.results, args.out)
     for path in written:
         print(f"wrote {path}")

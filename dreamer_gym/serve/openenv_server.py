@@ -20,6 +20,11 @@ observation is the gym observation made JSON-safe (``region``, ``result``, ``bud
 observation with ``info["last_error"]`` set, as in-process; a bad reset option is a server error that the
 client raises.
 
+Errors over plain HTTP are answers, not bare 500s: OpenEnv's ``POST /step`` is stateless (each request builds a
+fresh env that was never reset), so it answers 409 with a message saying to play over ``/ws``; a bad reset
+option 422; a malformed body 422 (FastAPI's). A client refused because the server is at ``--max-sessions``
+raises :class:`ServerAtCapacity` (a ``ConnectionError``) saying so.
+
 OpenEnv is optional: importing this module never imports it. ``openenv-core==0.3.0`` declares gradio and
 huggingface_hub versions that conflict with our pins, so ``make setup`` installs it with ``--no-deps``, plus
 ``fastmcp-slim[client]`` (its HTTP server module imports fastmcp at the top); fastapi, uvicorn, pydantic,
@@ -41,12 +46,25 @@ from typing import Any
 
 import numpy as np
 
+from dreamer_gym.cli_args import json_object
 from dreamer_gym.errors import ConfigError
 
 INSTALL = 'pip install --no-deps openenv-core==0.3.0 && pip install "fastmcp-slim[client]==4.2.3"'
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 _CLASSES = ("ConsolidationAction", "ConsolidationObservation", "ConsolidationEnvironment", "ConsolidationEnvClient")
+STATELESS_STEP = ("this env has no episode to step: call reset first. Over plain HTTP that is impossible: OpenEnv's "
+                  "POST /reset and POST /step are stateless (each request builds a fresh env, so a /step never sees "
+                  "a /reset and there is no session to name); play episodes over the WebSocket /ws "
+                  "(dreamer_gym.serve.openenv_server.ConsolidationEnvClient, or any OpenEnv EnvClient)")
+
+
+class EpisodeNotStarted(ConfigError):
+    """``step`` before ``reset`` (always the case for OpenEnv's stateless HTTP ``/step``): HTTP 409."""
+
+
+class ServerAtCapacity(ConnectionError):
+    """The server refused this client's session: ``--max-sessions`` sessions are already open."""
 
 
 # --- the env -----------------------------------------------------------------------------------------------
@@ -159,6 +177,7 @@ def _openenv() -> types.SimpleNamespace:
             self.env_id = env_id
             self._env = build_env(env_id, **dict(env_kwargs or {}))
             self._state = State(env_id=env_id)
+            self._started = False
 
         def reset(self, seed: int | None = None, episode_id: str | None = None,
                   options: dict[str, Any] | None = None, **kwargs: Any) -> ConsolidationObservation:
@@ -167,6 +186,7 @@ def _openenv() -> types.SimpleNamespace:
             if kwargs:
                 raise ConfigError(f"Unknown reset argument(s) {sorted(kwargs)}; reset takes seed, episode_id, options")
             obs, info = self._env.reset(seed=seed, options=options)
+            self._started = True
             self._state = State(episode_id=episode_id or uuid.uuid4().hex, step_count=0, env_id=self.env_id,
                                 seed=seed, family=info.get("family"), done=False)
             return ConsolidationObservation(**observation_fields(obs, info, None, False, False))
@@ -175,6 +195,8 @@ def _openenv() -> types.SimpleNamespace:
                  **kwargs: Any) -> ConsolidationObservation:
             """One tool call. ``timeout_s`` is ignored: a commit runs its evaluation to the end (the client's
             ``message_timeout_s`` bounds the wait)."""
+            if not self._started:
+                raise EpisodeNotStarted(STATELESS_STEP)
             call = action if isinstance(action, str) else action.tool_call
             obs, reward, terminated, truncated, info = self._env.step(call)
             self._state.step_count += 1
@@ -224,9 +246,13 @@ def _openenv() -> types.SimpleNamespace:
             from websockets.exceptions import ConnectionClosed
 
             try:
-                return await super()._send_and_receive(message)
+                await self._send(message)
+                response = await self._receive()
             except ConnectionClosed as exc:
+                refusal = await self._last_words()  # what the server sent before it closed, if anything
                 await self._drop()
+                if refusal is not None:
+                    raise self._refused(refusal) from exc
                 raise ConnectionError(f"the OpenEnv server at {self._ws_url} closed the connection ({exc}); the "
                                       "session and its episode are gone (is the server still running?)") from exc
             except TimeoutError as exc:
@@ -239,6 +265,35 @@ def _openenv() -> types.SimpleNamespace:
             except OSError as exc:
                 await self._drop()
                 raise ConnectionError(f"the connection to the OpenEnv server at {self._ws_url} failed: {exc}") from exc
+            if response.get("type") == "error":
+                data = response.get("data", {})
+                if data.get("code") == "CAPACITY_REACHED":
+                    await self._drop()
+                    raise self._refused(data)
+                raise RuntimeError(f"Server error: {data.get('message', 'Unknown error')} "
+                                   f"(code: {data.get('code', 'UNKNOWN')})")
+            return response
+
+        async def _last_words(self) -> dict[str, Any] | None:
+            """An error message the server sent before closing (OpenEnv refuses a session that way), or None."""
+            import asyncio
+
+            ws = self._ws
+            try:
+                raw = await asyncio.wait_for(ws.recv(), timeout=1.0) if ws is not None else None
+                payload = json.loads(raw) if raw is not None else None
+            except Exception:  # noqa: BLE001 - nothing buffered: the connection simply closed
+                return None
+            return payload.get("data") if isinstance(payload, dict) and payload.get("type") == "error" else None
+
+        def _refused(self, data: dict[str, Any]) -> Exception:
+            if data.get("code") == "CAPACITY_REACHED":
+                return ServerAtCapacity(
+                    f"the OpenEnv server at {self._ws_url} is at capacity ({data.get('active_sessions')} of "
+                    f"{data.get('max_sessions')} sessions open): close another client, or start the server with a "
+                    f"larger --max-sessions (server said: {data.get('message')})")
+            return ConnectionError(f"the OpenEnv server at {self._ws_url} refused the session: "
+                                   f"{data.get('message')} (code: {data.get('code')})")
 
         async def _drop(self) -> None:
             ws, self._ws = self._ws, None
@@ -277,7 +332,24 @@ def make_app(env_id: str, *, max_sessions: int = 1, **env_kwargs: Any) -> Any:
     app = openenv.create_fastapi_app(factory, openenv.ConsolidationAction, openenv.ConsolidationObservation,
                                      max_concurrent_envs=max_sessions)
     app.add_middleware(_QuietClientClose)
+    _add_error_answers(app)
     return app
+
+
+def _add_error_answers(app: Any) -> None:
+    """HTTP answers with a message for the errors a caller causes (OpenEnv's routes let them become bare 500s):
+    409 for a step with no episode (every plain-HTTP /step), 422 for a bad value (a reset option, an env kwarg)."""
+    import gymnasium
+    from starlette.responses import JSONResponse
+
+    def answer(status: int) -> Any:
+        async def handler(request: Any, exc: Exception) -> Any:
+            return JSONResponse({"detail": f"{type(exc).__name__}: {exc}"}, status_code=status)
+        return handler
+
+    app.add_exception_handler(EpisodeNotStarted, answer(409))
+    app.add_exception_handler(gymnasium.error.ResetNeeded, answer(409))
+    app.add_exception_handler(ConfigError, answer(422))
 
 
 class _QuietClientClose:
@@ -305,26 +377,10 @@ class _QuietClientClose:
 def serve(env_id: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, max_sessions: int = 1,
           log_level: str = "info", **env_kwargs: Any) -> None:
     """Serve ``make_app(env_id, ...)`` with uvicorn until interrupted (SIGINT/SIGTERM close open sessions)."""
+    _openenv()  # a missing OpenEnv is named with its install command before uvicorn (another of its needs) is
     import uvicorn
 
     uvicorn.run(make_app(env_id, max_sessions=max_sessions, **env_kwargs), host=host, port=port, log_level=log_level)
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object, got {type(value).__name__}")
-    return value
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dreamer-gym serve",
-                                     description="Serve a dreamer_gym env id as an OpenEnv environment server.")
-    add_arguments(parser)
-    return parser
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -334,25 +390,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to bind (default {DEFAULT_PORT})")
     parser.add_argument("--max-sessions", type=int, default=1,
                         help="concurrent WebSocket sessions, each with its own env and reward service (default 1)")
-    parser.add_argument("--env-kwargs", type=_json_object, default={}, metavar="JSON",
+    parser.add_argument("--env-kwargs", type=json_object, default={}, metavar="JSON",
                         help='env kwargs as a JSON object, e.g. \'{"eval_in_family": 1, "eval_other": 0}\' '
                              "(an experiment on the id: commits say whether it is comparable)")
     parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``dreamer-gym serve ENV_ID [--host H] [--port P] ...``: 0 after the server stops, 2 on a config error."""
-    return run(build_parser().parse_args(argv))
+    """``dreamer-gym serve ENV_ID [--host H] [--port P] ...``: 0 after the server stops, 2 (one line) on an
+    expected error, as every ``dreamer-gym`` command."""
+    from dreamer_gym.cli import main as cli_main
+
+    return cli_main(["serve", *(sys.argv[1:] if argv is None else argv)])
 
 
 def run(args: argparse.Namespace) -> int:
     """Serve what ``args`` (from :func:`add_arguments`) names."""
-    try:
-        serve(args.env_id, args.host, args.port, max_sessions=args.max_sessions, log_level=args.log_level,
-              **args.env_kwargs)
-    except ConfigError as exc:
-        print(f"dreamer-gym serve: error: {exc}", file=sys.stderr)
-        return 2
+    serve(args.env_id, args.host, args.port, max_sessions=args.max_sessions, log_level=args.log_level,
+          **args.env_kwargs)
     return 0
 
 

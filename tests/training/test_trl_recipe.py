@@ -27,7 +27,7 @@ from dreamer_gym.training.trl_recipe import (
 )
 
 ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
-CONFIGS = Path(__file__).parent.parent.parent / "baselines" / "configs"
+CONFIGS = Path(__file__).parent.parent.parent / "dreamer_gym" / "data" / "configs"
 SCRIPTED_CALL = '<tool_call>\n{"name": "read_entry", "arguments": {"id": "no-such-entry"}}\n</tool_call><|im_end|>'
 
 
@@ -159,7 +159,7 @@ def test_the_tools_path_needs_a_template_trl_recognises(tiny_model_dir: Path, tm
 def test_shipped_recipes_are_valid(name: str) -> None:
     path = CONFIGS / name
     first = path.read_text().splitlines()[0]
-    assert first == f"# dreamer-gym train --config baselines/configs/{name} --algo trl"
+    assert first == f"# dreamer-gym train --config {name.removesuffix('.yaml')} --algo trl"
     recipe = load_recipe(path)
     assert isinstance(recipe, Recipe) and main([str(path), "--check"]) == 0
     if recipe.path == "tools":
