@@ -611,7 +611,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_acquire)
 
     p = sub.add_parser("consolidate", help="run consolidators through the env and print a table")
-    p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0", help=ENV_HELP)
+    p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v1", help=ENV_HELP)
     p.add_argument("--consolidator", default=DEFAULT_CONSOLIDATORS,
                    help=f"comma-separated registered names (default: {DEFAULT_CONSOLIDATORS})")
     _deprecated(p, "--consolidators", "consolidator", str)
@@ -619,7 +619,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_consolidate)
 
     p = sub.add_parser("evaluate", help="evaluate one consolidator (table + JSON record)")
-    p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0", help=ENV_HELP)
+    p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v1", help=ENV_HELP)
     p.add_argument("--consolidator", default="prompted",
                    help="registered consolidator name (--track transfer: a comma-separated list)")
     p.add_argument("--track", choices=("single", "transfer"), default="single",
