@@ -1,7 +1,7 @@
 """ScienceWorldSuite.step against the raw JVM calls and against the stock ScienceWorldEnv.step.
 
-Targets: adapter <= 1.3x raw (``server.step`` + ``getScore`` + ``getCompleted``), stock >= 5x adapter. Both
-are ``gate`` checks (they run in CI): each side measured interleaved with the other in one test.
+Targets: adapter <= 1.3x raw (``server.step`` + ``getScore`` + ``getCompleted``), a ``gate`` (it runs in CI);
+stock >= 5x adapter, on ``make bench``. Each is measured interleaved, both sides in one test.
 
 All three run the same fixed cycle of cheap deterministic actions in one loaded task. The cycle leaves
 the world as it found it (the door is opened and closed again; ``look around`` and ``inventory`` change
@@ -188,9 +188,10 @@ def test_adapter_overhead_gate(perf, suite):
          ("raw step, interleaved A/B", "adapter step, interleaved A/B"), per=len(CYCLE), unit="step")
 
 
-@pytest.mark.gate
-def test_stock_speedup_gate(perf, suite, stock):
-    """Gate: the stock env's step (valid-action list rebuilt every step) against the adapter's, interleaved."""
+def test_stock_speedup(require_measuring, perf, suite, stock):
+    """The stock env's step (valid-action list rebuilt every step) against the adapter's, interleaved. Not a CI
+    gate: load shrinks this ratio (the stock step is CPU-bound in the JVM, the adapter's mostly py4j round trips
+    that wait for a core), 14.6x on a busy machine and 6.4x at load average 9, too near its floor of 5x."""
     suite.start(TASK)
     paired = interleaved(lambda: adapter_cycle(suite), lambda: stock_cycle(stock), STOCK_PAIRS, warmup=1,
                          between=_reload_if_needed(suite, stock))
