@@ -339,3 +339,21 @@ def test_a_simulator_crash_is_retried_on_a_fresh_jvm():
     assert out["errors"] == [None, None]
     assert out["scores"] == out["expected"]
     assert out["alive"]
+
+
+def test_a_long_evaluation_shows_a_bar_over_its_episodes_and_a_short_one_none(echo_tasks, capfd):
+    """A commit that runs for a while shows which episode it is at (stderr); one under PROGRESS_DELAY_S shows
+    nothing, so a training loop's quick commits do not fill its log."""
+    episodes = [EvalEpisode(EpisodeTask("open-safe", 100 + i), "Your task is to: open the safe.") for i in range(5)]
+    slow = Evaluator("latency", AgentConfig(max_steps=8), Store(), suite_kwargs={"latency_s": 0.4}, progress=True)
+    try:
+        results = slow.evaluate(ECHO_BANK, episodes)
+    finally:
+        slow.close()
+    assert len(results) == 5 and "evaluation episodes" in capfd.readouterr().err
+    quick = Evaluator("echo-eval", ECHO_AGENT, Store(), progress=True)
+    try:
+        quick.evaluate(ECHO_BANK, [EvalEpisode(EpisodeTask("say", 100), "Your task is to: say w100.")])
+    finally:
+        quick.close()
+    assert "evaluation episodes" not in capfd.readouterr().err

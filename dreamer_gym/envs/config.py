@@ -51,6 +51,8 @@ class ConsolidationConfig:
         "help": "where the reward is computed: process (its own process: the policy's holds no evaluation "
                 "task text) or inprocess (this process; debugging and profiling)", "choices": ("process", "inprocess")})
     store_path: str = field(default=":memory:", metadata={"help": "SQLite store for banks and the eval cache"})
+    progress: bool = field(default=False, metadata={
+        "help": "a bar (stderr) over a commit's evaluation episodes, shown once a commit runs past a few seconds"})
 
     def __post_init__(self) -> None:
         from dreamer_gym.evaluation.executors import resolve_executor

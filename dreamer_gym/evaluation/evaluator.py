@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tqdm.auto import tqdm
+
 from dreamer_gym.agents import AgentConfig, DownstreamAgent, EpisodeResult, check_agent_available, make_agent
 from dreamer_gym.evaluation.episodes import EvalEpisode, EvalTask
 from dreamer_gym.evaluation.executors import Executor, InProcessExecutor, make_executor
@@ -13,6 +15,9 @@ from dreamer_gym.memory import MemoryBank, MemoryEntry
 from dreamer_gym.memory.hashing import content_hash
 from dreamer_gym.store import Store
 from dreamer_gym.suites import get_suite_spec
+
+
+PROGRESS_DELAY_S = 3.0  # a commit shorter than this shows no bar at all
 
 
 @dataclass
@@ -52,6 +57,7 @@ class Evaluator:
     max_restarts: int = 3
     executor: Executor = "auto"  # type: ignore[assignment] - a registered name, built in __post_init__
     executor_options: dict[str, Any] = field(default_factory=dict)  # for a named executor (ray: address, ...)
+    progress: bool = False  # a bar over the episodes played, shown once a run passes PROGRESS_DELAY_S
 
     def __post_init__(self) -> None:
         if self.workers < 0:
@@ -126,10 +132,16 @@ class Evaluator:
         self.stats.misses += len(todo)
         if todo:
             restarts = self.executor.restarts
-            try:
-                played = self.executor.run(list(todo.values()), on_result=self._record)
-            finally:
-                self.stats.worker_restarts += self.executor.restarts - restarts
+            with tqdm(total=len(todo), desc="evaluation episodes", unit="episode", delay=PROGRESS_DELAY_S, leave=False,
+                      disable=not self.progress) as bar:
+                def record(task: EvalTask, result: EpisodeResult) -> None:
+                    self._record(task, result)
+                    bar.update(1)
+
+                try:
+                    played = self.executor.run(list(todo.values()), on_result=record)
+                finally:
+                    self.stats.worker_restarts += self.executor.restarts - restarts
             results.update(zip(todo, played))
         return [[results[k] for k in keys] for keys in keyed]
 

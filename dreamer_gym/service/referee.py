@@ -88,7 +88,7 @@ class Referee:
             cfg = self.config
             self._store = Store(cfg.store_path)
             self._evaluator = Evaluator(cfg.suite, cfg.agent_config(), self._store, cfg.workers, executor=cfg.executor,
-                                        executor_options=cfg.executor_options())
+                                        executor_options=cfg.executor_options(), progress=cfg.progress)
         return self._evaluator
 
     # --- requests ----------------------------------------------------------------------------------------------
