@@ -12,16 +12,17 @@ import gymnasium as gym
 import pytest
 
 import dreamer_gym  # noqa: F401 - registers the ids
-from dreamer_gym.envs.tracks import REGISTERED
+from dreamer_gym.envs.tracks import LATEST_IDS, REGISTERED
 from dreamer_gym.pool import BankPool, load_pool
 
 from helpers import make_env
 
-# ScienceWorld ids rewarded by the memory-following agent: the generic env tests (written against the
-# ScienceWorld pool) run on these. The LLM-agent ids (same env, slower reward) are tested in
-# tests/envs/test_llm_env.py; the held-out suites' ids in tests/envs/test_heldout_envs.py.
+# ScienceWorld ids rewarded by the memory-following agent, at their latest version: the generic env tests
+# (written against the ScienceWorld pool) run on these. A superseded version (-v0) differs only in the tool
+# contract, tested once in tests/envs/test_toolspec.py. The LLM-agent ids (same env, slower reward) are tested
+# in tests/envs/test_llm_env.py; the held-out suites' ids in tests/envs/test_heldout_envs.py.
 ENV_IDS: list[str] = sorted(
-    i for i, kw in REGISTERED.items() if kw["reward_agent"] == "memory" and kw["suite"] == "scienceworld"
+    i for i, kw in REGISTERED.items() if i in LATEST_IDS and kw["reward_agent"] == "memory" and kw["suite"] == "scienceworld"
 )
 
 

@@ -177,3 +177,13 @@ def test_env_page_quotes_the_recorded_cooperation_study() -> None:
     for name, label in (("keep-all", "keep-all"), ("dedupe", "independent dedupe"), ("board-dedupe", "board-dedupe")):
         row = summary["policies"][name]
         assert f"| {label} | {row['joint_reward_mean']:.4f} | {row['tokens_after_mean']:.0f} |" in page
+
+
+def test_env_page_tool_table_is_the_generated_one() -> None:
+    """docs/env.md's tool table is ``toolspec.tool_table()``: the page cannot drift from the one definition."""
+    from dreamer_gym.envs.toolspec import tool_table
+
+    page = (Path(__file__).parent.parent / "docs" / "env.md").read_text()
+    block = page.split("<!-- tool-table:", 1)[1].split("-->", 1)[1].split("<!-- /tool-table -->", 1)[0]
+    assert block.strip() == tool_table(), "regenerate the table: python -c 'from dreamer_gym.envs.toolspec " \
+                                          "import tool_table; print(tool_table())'"

@@ -17,7 +17,7 @@ from dreamer_gym.serve.openenv_server import ConsolidationEnvClient
 with socket.socket() as probe:  # a free local port
     probe.bind(("127.0.0.1", 0))
     port = probe.getsockname()[1]
-server = subprocess.Popen([sys.executable, "-m", "dreamer_gym.cli", "serve", "MemoryConsolidation-ScienceWorld-v0",
+server = subprocess.Popen([sys.executable, "-m", "dreamer_gym.cli", "serve", "MemoryConsolidation-ScienceWorld-v1",
                            "--port", str(port), "--log-level", "warning"])
 url = f"http://127.0.0.1:{port}"
 try:

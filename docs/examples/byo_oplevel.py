@@ -10,7 +10,7 @@ import dreamer_gym  # noqa: F401  (registers the ids)
 from dreamer_gym.consolidators import make_consolidator, run_episode
 from dreamer_gym.envs.oplevel import DROP, MERGE, OpLevelWrapper
 
-env = OpLevelWrapper(gym.make("MemoryConsolidation-ScienceWorld-v0"))
+env = OpLevelWrapper(gym.make("MemoryConsolidation-ScienceWorld-v1"))
 obs, info = env.reset(seed=0)  # obs: (50, 15) entry features; info["action_mask"]: (50, 4)
 ops = np.full(env.max_entries, DROP)
 for i, entry in enumerate(info["region"]):

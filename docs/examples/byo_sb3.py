@@ -9,7 +9,7 @@ from sb3_contrib import MaskablePPO
 import dreamer_gym  # noqa: F401  (registers the ids)
 from dreamer_gym.envs.oplevel import OPS, OpLevelWrapper
 
-env = OpLevelWrapper(gym.make("MemoryConsolidation-ScienceWorld-v0"))
+env = OpLevelWrapper(gym.make("MemoryConsolidation-ScienceWorld-v1"))
 # each step is a real commit (~1-5 s on 2 cores): keep n_steps small on a laptop
 model = MaskablePPO("MlpPolicy", env, n_steps=4, batch_size=4, n_epochs=2, seed=0, device="cpu")
 model.learn(total_timesteps=4)

@@ -22,7 +22,7 @@ if __name__ == "__main__":  # vLLM backends start worker processes: keep scripts
     # The LLM-agent id: the reward is the LLM agent's score change. Its evaluation is frozen (3+2 episodes of
     # 30 steps: minutes on a CPU), so this demo runs an *experiment* on it (one DEV episode, 3 steps): same
     # env, smaller reward, and every commit says comparable=False.
-    env = ConsolidationEnv.experiment("MemoryConsolidation-ScienceWorld-LLM-v0", llm=llm, eval_in_family=1,
+    env = ConsolidationEnv.experiment("MemoryConsolidation-ScienceWorld-LLM-v1", llm=llm, eval_in_family=1,
                                       eval_other=0, agent_max_steps=3, max_region_entries=8, max_tool_calls=4)
     policy = PromptedConsolidator(backend=backend, guided=True)  # guided JSON: well-formed calls
     info = run_episode(env, policy, seed=0, options={"family": "use-thermometer"})

@@ -6,7 +6,7 @@ from dreamer_gym.consolidators.cooperative import BoardDedupeConsolidator, run_p
 from dreamer_gym.consolidators.fixed import DedupeConsolidator
 from dreamer_gym.envs.parallel import parallel_env
 
-env = parallel_env("MemoryConsolidationParallel-ScienceWorld-v0", n_agents=2)
+env = parallel_env("MemoryConsolidationParallel-ScienceWorld-v1", n_agents=2)
 try:
     # the raw PettingZoo loop: every live agent acts each step; a committed agent waits for the others
     observations, infos = env.reset(seed=0)

@@ -8,7 +8,7 @@ import gymnasium as gym
 
 import dreamer_gym  # noqa: F401  (registers the ids; `gym.make("dreamer_gym:...")` works without it)
 
-env = gym.make("MemoryConsolidation-ScienceWorld-v0")  # reward-defining fields are frozen; budgets are free
+env = gym.make("MemoryConsolidation-ScienceWorld-v1")  # reward-defining fields are frozen; budgets are free
 obs, info = env.reset(seed=0, options={"family": "power-component"})
 print(obs["region"].splitlines()[0])  # "Region family:power-component: N entries (read-only evidence)"
 

@@ -1,5 +1,5 @@
-"""`MemoryConsolidationParallel-ScienceWorld-v0`: several consolidators at once on disjoint regions of one bank,
-a PettingZoo ``ParallelEnv``. The contract is docs/env.md, "The parallel (PettingZoo) env".
+"""`MemoryConsolidationParallel-ScienceWorld-v1` (and the superseded `-v0`): several consolidators at once on
+disjoint regions of one bank, a PettingZoo ``ParallelEnv``. The contract is docs/env.md, "The parallel (PettingZoo) env".
 
 Each agent is one :class:`~dreamer_gym.envs.consolidation.ConsolidationEnv` over its own region (one family
 of the reset's bank), with the single-agent tools and observation, plus a shared message board (``post``,
@@ -39,7 +39,10 @@ BOARD_TOOLS: dict[str, str] = {
     "post": '{"tool": "post", "text": TEXT} - write to the board every agent sees (at most 320 characters)',
     "read_board": '{"tool": "read_board"} - the whole board as this call\'s result',
 }
-PARALLEL_IDS: dict[str, str] = {"MemoryConsolidationParallel-ScienceWorld-v0": "MemoryConsolidation-ScienceWorld-v0"}
+PARALLEL_IDS: dict[str, str] = {  # the single-agent id each parallel id is made of (-v0: superseded, see docs/env.md)
+    "MemoryConsolidationParallel-ScienceWorld-v1": "MemoryConsolidation-ScienceWorld-v1",
+    "MemoryConsolidationParallel-ScienceWorld-v0": "MemoryConsolidation-ScienceWorld-v0",
+}
 
 
 class ConsolidationParallelEnv(ParallelEnv):
@@ -220,7 +223,7 @@ class ConsolidationParallelEnv(ParallelEnv):
         self.service.close()
 
 
-def parallel_env(env_id: str = "MemoryConsolidationParallel-ScienceWorld-v0", n_agents: int = 2,
+def parallel_env(env_id: str = "MemoryConsolidationParallel-ScienceWorld-v1", n_agents: int = 2,
                  **kwargs: Any) -> ConsolidationParallelEnv:
     """The parallel id ``env_id``: the single-agent id's settings and frozen fields, ``n_agents`` agents;
     ``kwargs`` override free fields (a frozen one raises ``FrozenParameterError``, as ``gym.make`` does)."""

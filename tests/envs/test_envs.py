@@ -585,7 +585,7 @@ def test_openai_style_calls(shared_env):
         json.dumps({"name": "read_entry", "arguments": {"id": ids[0]}}),
         json.dumps({"type": "function", "function": {"name": "keep", "arguments": {"ids": ids[:1]}}}),
         json.dumps({"type": "function", "function": {"name": "retract", "arguments": json.dumps({"index": 0})}}),
-        json.dumps({"tool": "search", "query": "box", "k": 50}),
+        json.dumps({"tool": "search", "query": "box", "k": 20}),  # 1..20 (the v0 ids took up to 50)
     ]
     for action in accepted:
         _, reward, out = step_ok(env, action)
@@ -614,6 +614,7 @@ def test_openai_style_calls(shared_env):
         ({"size_coef": -0.5}, "size_coef"),
         ({"invalid_penalty": -1.0}, "invalid_penalty"),
         ({"reward_agent": "gpt-9"}, "reward_agent"),
+        ({"tool_contract": 2}, "tool_contract"),
     ],
     ids=lambda v: v if isinstance(v, str) else None,
 )
@@ -630,7 +631,7 @@ def test_unknown_kwarg_is_an_error(env_id):
 @pytest.mark.parametrize(
     "field,value",
     [("split", "test"), ("split", "train"), ("pool", "other-pool"), ("pool_hash", "p0000000000000000"),
-     ("suite", "alfworld"), ("reward_agent", "llm")],
+     ("suite", "alfworld"), ("reward_agent", "llm"), ("tool_contract", 0)],
 )
 def test_frozen_parameters_cannot_be_overridden(env_id, field, value):
     """What defines an id (and so what its reward measures) is frozen: TEST variations in particular are
@@ -649,6 +650,8 @@ def test_config_checks_its_own_fields():
         ConsolidationConfig(split="train")
     with pytest.raises(ConfigError, match="`reward_agent`"):
         ConsolidationConfig(reward_agent="gpt-9")
+    with pytest.raises(ConfigError, match="`tool_contract`"):
+        ConsolidationConfig(tool_contract=True)
     assert ConsolidationConfig(split="test").split == "test"  # allowed below the registry (tracks, experiments)
 
 

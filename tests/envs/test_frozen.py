@@ -15,11 +15,11 @@ from dreamer_gym.leaderboard import PROTOCOL_VERSION, Track, TransferTrack, load
 
 from helpers import call
 
-ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
+ENV_ID = "MemoryConsolidation-ScienceWorld-v1"
 CHANGED = {  # one changed value per reward-defining field
     "suite": "alfworld-gen", "pool": "other-pool", "pool_hash": "p0000000000000000", "split": "test",
     "eval_in_family": 1, "eval_other": 0, "size_coef": 0.5, "invalid_penalty": 0.0, "max_entry_tokens": 100,
-    "max_region_entries": 10, "reward_agent": "llm", "agent_top_k": 3, "agent_max_steps": 12,
+    "max_region_entries": 10, "reward_agent": "llm", "agent_top_k": 3, "agent_max_steps": 12, "tool_contract": 0,
 }
 
 
@@ -36,7 +36,7 @@ def test_changing_a_reward_field_of_a_registered_id_raises(field):
 
 def test_the_llm_model_is_frozen_on_llm_ids():
     with pytest.raises(FrozenParameterError, match="`llm.model`"):
-        gym.make("MemoryConsolidation-ScienceWorld-LLM-v0", llm={"model": "some/other-model"})
+        gym.make("MemoryConsolidation-ScienceWorld-LLM-v1", llm={"model": "some/other-model"})
 
 
 @pytest.mark.parametrize("field", BUDGET_FIELDS)

@@ -19,7 +19,7 @@ from dreamer_gym.pool import load_pool
 from dreamer_gym.service.referee import draw_episodes
 from dreamer_gym.suites import get_suite_spec
 
-ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
+ENV_ID = "MemoryConsolidation-ScienceWorld-v1"
 SPEC = get_suite_spec("scienceworld")
 TRACK = load_track("scienceworld")
 

@@ -15,8 +15,8 @@ from dreamer_gym.suites.webarena import WEBARENA_VARS
 
 from helpers import assert_check_env_clean, call, make_env
 
-GEN_ID = "MemoryConsolidation-ALFWorldGen-v0"
-WEB_ID = "MemoryConsolidation-MiniWoB-v0"
+GEN_ID = "MemoryConsolidation-ALFWorldGen-v1"
+WEB_ID = "MemoryConsolidation-MiniWoB-v1"
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def test_official_alfworld_without_data_fails_at_once(monkeypatch, tmp_path):
     monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path))
     started = time.perf_counter()
     with pytest.raises(SuiteError, match="alfworld-download") as err:
-        gym.make("MemoryConsolidation-ALFWorld-v0")
+        gym.make("MemoryConsolidation-ALFWorld-v1")
     assert time.perf_counter() - started < 2.0
     assert "ALFWORLD_DATA" in str(err.value) and "alfworld-gen" in str(err.value)
 
@@ -83,7 +83,7 @@ def test_webarena_without_servers_fails_at_once(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     started = time.perf_counter()
     with pytest.raises(SuiteError) as err:
-        gym.make("MemoryConsolidation-WebArena-v0")
+        gym.make("MemoryConsolidation-WebArena-v1")
     assert time.perf_counter() - started < 2.0
     message = str(err.value)
     assert all(name in message for name in WEBARENA_VARS)

@@ -13,7 +13,7 @@ from dreamer_gym.envs.oplevel import ABSTRACT, DROP, KEEP, MERGE, OPS, OpLevelWr
 from helpers import make_env
 
 pytestmark = pytest.mark.jvm
-ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
+ENV_ID = "MemoryConsolidation-ScienceWorld-v1"
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The PettingZoo env `MemoryConsolidationParallel-ScienceWorld-v0` on real ScienceWorld: PettingZoo's own API and
+"""The PettingZoo env `MemoryConsolidationParallel-ScienceWorld-v1` on real ScienceWorld: PettingZoo's own API and
 seed tests, the joint commit (independent keep-all agents give exactly the keep-all bank), the shared reward,
 the board, and bad input as observations."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dreamer_gym.errors import ConfigError, FrozenParameterError, RewardServiceE
 from dreamer_gym.service import CommitRequest
 
 pytestmark = pytest.mark.jvm
-ENV_ID = "MemoryConsolidationParallel-ScienceWorld-v0"
+ENV_ID = "MemoryConsolidationParallel-ScienceWorld-v1"
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Red-teaming the commit reward on real ScienceWorld (``MemoryConsolidation-ScienceWorld-v0`` as registered:
+"""Red-teaming the commit reward on real ScienceWorld (``MemoryConsolidation-ScienceWorld-v1`` as registered:
 3 in-family + 2 other-family DEV episodes per commit, memory-following agent).
 
 Other-family episodes can only cost (``reward_from_results(..., in_family=...)``): a policy that writes
@@ -19,7 +19,7 @@ from dreamer_gym.consolidators import call, make_consolidator, run_episode
 from dreamer_gym.consolidators.adversarial import task_words
 from dreamer_gym.consolidators.oracle import OracleConsolidator
 
-ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
+ENV_ID = "MemoryConsolidation-ScienceWorld-v1"
 SEEDS = (0, 1)  # x 7 families = 14 regions; bank = seed % 6, the seed draws the evaluation episodes
 WIDE_SEEDS = tuple(range(6))  # 42 regions, as the validity study: for the one paired CI that must exclude 0
 

@@ -16,7 +16,7 @@ from dreamer_gym.envs.tools import TOOLS, parse_action
 
 from helpers import make_env
 
-ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
+ENV_ID = "MemoryConsolidation-ScienceWorld-v1"
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import dreamer_gym  # noqa: F401
 @pytest.mark.jvm
 def test_async_vector_env_with_text_spaces() -> None:
     envs = gym.make_vec(
-        "MemoryConsolidation-ScienceWorld-v0", num_envs=2, vectorization_mode="async",
+        "MemoryConsolidation-ScienceWorld-v1", num_envs=2, vectorization_mode="async",
         vector_kwargs={"shared_memory": False},
     )
     try:

@@ -14,7 +14,7 @@ from dreamer_gym.errors import ConfigError, FrozenParameterError, RewardServiceE
 from helpers import child_jvms
 
 pytestmark = pytest.mark.jvm
-ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
+ENV_ID = "MemoryConsolidation-ScienceWorld-v1"
 N = 2
 
 

@@ -11,7 +11,7 @@ from dreamer_gym.envs.wrappers import ENTRY_FEATURES, EntryOpsWrapper, PromptObs
 
 from helpers import make_env
 
-ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
+ENV_ID = "MemoryConsolidation-ScienceWorld-v1"
 
 
 def test_prompt_observation_holds_schema_region_and_budget() -> None:
