@@ -87,7 +87,7 @@ class GRPOConsolidator:
             message = result_message(result, error, grammar.holding, self.max_turns - turn - 1,
                                      grammar=self.grammar)
             state.queued.extend(turn_format.env_tokens(tokenizer, message))
-        for action in grammar.apply(["commit"]):  # out of turns: commit as the trainer does
+        for action in grammar.forced_commit():  # out of turns: commit as the trainer does
             yield action
 
 

@@ -10,7 +10,8 @@ free; the rest are forced). Two grammars (``GRAMMARS``):
 
     read N            read_entry of entry N (its full text and provenance come back)
     keep N [M ...]    keep entries N, M, ... verbatim (distinct, not yet kept; in the order written)
-    commit            replace the region with what was kept and get the reward
+    commit            replace the region with what was kept and get the reward (out of turns, the trainer
+                      keeps the region as it is: :meth:`CommandState.forced_commit`)
 
 ``drop`` (edit down from the whole region; doing nothing commits the region unchanged)::
 
@@ -27,12 +28,14 @@ free; the rest are forced). Two grammars (``GRAMMARS``):
                       ``emit`` with the entries as provenance), then ``commit``. Out of turns, undecided
                       groups are kept.
 
-Why two: under ``keep`` a policy that only reads commits an empty region (the worst outcome), so a 135M
-model's first lesson is "keep a lot", and the cheapest way to keep a lot is keep-all, which is worth
-exactly 0. Under ``drop`` the default is keep-all and every gain must come from leaving out the right
-entries: the same choice ``dedupe`` makes, which is what the reward pays for. One entry per ``drop``:
-sampled freely, the base model lists every number once it starts a list (in its first step, 4 of 8
-rollouts dropped the whole region), so each drop is its own decision and at most ``max_turns`` are made.
+Why two: under ``keep`` a policy that commits after only reading commits an empty region (the worst
+outcome), so a 135M model's first lesson is "keep a lot", and the cheapest way to keep a lot is keep-all,
+which is worth exactly 0 (a rollout that runs out of turns is committed by the trainer with the region as it
+is: :meth:`CommandState.forced_commit`). Under ``drop`` the default is keep-all and every gain must come
+from leaving out the right entries: the same choice ``dedupe`` makes, which is what the reward pays for. One
+entry per ``drop``: sampled freely, the base model lists every number once it starts a list (in its first
+step, 4 of 8 rollouts dropped the whole region), so each drop is its own decision and at most ``max_turns``
+are made.
 
 Entries are numbered 1..n in the region's order, zero-padded to two digits when n >= 10 ("03"), so that
 no number's tokens are a prefix of another's: a segment ends where its tokens end.
@@ -210,6 +213,19 @@ class CommandState:
         self.kept = {i + 1 for i, op in enumerate(ops) if OPS[op] in ("keep", "abstract")}
         self.dropped = {i + 1 for i, op in enumerate(ops) if OPS[op] == "drop"}
         return [json.dumps(call) for call in calls] + [json.dumps({"tool": "commit"})]
+
+    def forced_commit(self) -> list[str]:
+        """The env calls of the trainer's commit when the turns ran out (the policy never committed). It
+        deletes no entry the policy did not decide to delete: under ``keep`` (where only the policy's own
+        commit drops what was not kept) every entry of the region is kept, so the region stays as it is (score
+        delta 0, size term 0); under ``drop`` and ``ops`` it is the grammar's own commit (each ``drop N`` or
+        group op is a finished decision; everything undecided is kept)."""
+        if self.drops or self.by_group:
+            return self.apply(["commit"])
+        rest = [i for i in range(1, len(self.ids) + 1) if i not in self.kept]
+        self.kept.update(rest)
+        keep = [json.dumps({"tool": "keep", "ids": [self.ids[i - 1] for i in rest]})] if rest else []
+        return [*keep, json.dumps({"tool": "commit"})]
 
     def key(self) -> str:
         """The env state a command acts on, as GiGPO's anchor: what is kept, or dropped, or the ops chosen per

@@ -26,8 +26,9 @@ class GRPOConfig:
     min_region_entries: int = field(default=8, metadata={"help": "resample resets whose region is smaller"})
     model: str = field(default="smollm2-135m", metadata={"help": "policy model: alias, local folder or hub id"})
     lora_r: int = field(default=16, metadata={"help": "LoRA rank (0 = train every weight)"})
-    lora_alpha: int = 32
-    lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha"})
+    lora_targets: tuple[str, ...] = field(default=("q_proj", "k_proj", "v_proj", "o_proj"),
+                                          metadata={"help": "the modules LoRA adapts"})
     steps: int = field(default=20, metadata={"help": "GRPO steps (optimizer updates)"})
     groups_per_step: int = field(default=2, metadata={"help": "regions (groups) per step"})
     num_generations: int = field(default=4, metadata={"help": "rollouts per group (G): one reset, G policies"})
@@ -36,10 +37,10 @@ class GRPOConfig:
     grammar: str = field(default="keep", metadata={
         "help": "command grammar: keep (build up from nothing) | drop (edit down from the whole region) | ops (one op "
                 "per group of entries: drop, keep, merge, abstract)"})
-    temperature: float = 1.0
-    learning_rate: float = 2e-5
-    weight_decay: float = 0.0
-    max_grad_norm: float = 1.0
+    temperature: float = field(default=1.0, metadata={"help": "sampling temperature of the rollouts"})
+    learning_rate: float = field(default=2e-5, metadata={"help": "AdamW learning rate"})
+    weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay"})
+    max_grad_norm: float = field(default=1.0, metadata={"help": "gradient clipping norm"})
     grad_accumulation: int = field(default=1, metadata={"help": "micro-batches per step (rollouts split evenly)"})
     loss_type: str = field(default="dapo", metadata={"help": "grpo (per sequence) | dapo (per token) | dr_grpo"})
     epsilon: float = field(default=0.2, metadata={"help": "PPO clip range"})
@@ -48,7 +49,7 @@ class GRPOConfig:
     advantage: str = field(default="grpo", metadata={"help": "advantage estimator: grpo | gigpo"})
     step_weight: float = field(default=1.0, metadata={"help": "gigpo: weight of the step-level advantage"})
     gamma: float = field(default=1.0, metadata={"help": "gigpo: discount of returns from a step"})
-    seed: int = 0
+    seed: int = field(default=0, metadata={"help": "seeds resets, sampling and LoRA's initialisation"})
     save_every: int = field(default=5, metadata={"help": "checkpoint every N steps (and at the end)"})
     output_dir: str = field(default="runs/grpo", metadata={"help": "checkpoints, logs, the curve"})
 

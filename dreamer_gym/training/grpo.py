@@ -19,6 +19,7 @@ import copy
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ import torch
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.training.advantages import ESTIMATORS
 from dreamer_gym.training.config import GRPOConfig
+from dreamer_gym.training.learning_signal import check_batch
 from dreamer_gym.training.logs import RunLog
 from dreamer_gym.training.probe import summarise_rollouts
 from dreamer_gym.training.rollout import EnvGroups, Rollout, RolloutCollector, batch_seeds
@@ -246,14 +248,20 @@ class GRPOTrainer:
                 "grad_norm": grad_norm, "decision_tokens": totals.get("tokens", 0.0)}
 
     # --- the loop --------------------------------------------------------------------------------------------------
-    def train_step(self) -> dict[str, Any]:
-        """One GRPO step; returns its log record."""
+    def train_step(self, status: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """One GRPO step; returns its log record. ``status`` hears each phase's name (the progress bar)."""
         cfg = self.config
         collector = self.collector
         before = (collector.times.generation_s, collector.times.evaluation_s)
         generator = torch.Generator().manual_seed(int(batch_seeds(cfg.seed, self.step, 1)[0]))
+        if status is not None:
+            status("rollouts and commit")
         rollouts = collector.collect(self.resets(self.step), cfg.num_generations, generator)
+        signal = check_batch([r.reward for r in rollouts], [r.group for r in rollouts],
+                             sum(r.valid_calls for r in rollouts), where=f"grpo step {self.step + 1}")
         advantages = self.advantages(rollouts)
+        if status is not None:
+            status("update")
         t0 = time.perf_counter()
         metrics = self.update(rollouts, advantages)
         update_s = time.perf_counter() - t0
@@ -268,6 +276,7 @@ class GRPOTrainer:
             "valid_call_rate": 1 - summary["invalid_calls"] / max(sum(len(r.commands) for r in rollouts), 1),
             "response_tokens": float(np.mean([sum(r.policy) for r in rollouts])),
             **metrics,
+            **signal.record(),
             "seconds": {"generation": collector.times.generation_s - before[0],
                         "evaluation": collector.times.evaluation_s - before[1], "update": update_s},
             "families": sorted({r.family for r in rollouts}),
@@ -285,11 +294,12 @@ class GRPOTrainer:
         try:
             bar = tqdm(total=self.config.steps, initial=self.step, desc="grpo", unit="step", disable=not progress)
             while self.step < self.config.steps:
-                record = self.train_step()
+                record = self.train_step(status=lambda phase: bar.set_description(f"grpo ({phase})"))
                 run_log.write(record)
                 records.append(record)
                 bar.update(1)
-                bar.set_postfix(reward=f"{record['reward']:+.3f}", moved=f"{record['score_changed']:.2f}")
+                bar.set_postfix(reward=f"{record['reward']:+.3f}", std=f"{record['reward_std']:.3f}",
+                                moved=f"{record['score_changed']:.2f}")
                 if self.step % self.config.save_every == 0 or self.step == self.config.steps:
                     self.save()
             bar.close()

@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 from dreamer_gym.envs.oplevel import DROP, MERGE, OPS, OpLevelWrapper, entry_classes, first_members
 from dreamer_gym.envs.wrappers import ENTRY_FEATURES
 from dreamer_gym.errors import ConfigError
+from dreamer_gym.training.learning_signal import check_batch
 
 CHECKPOINT_FILE = "policy.pt"
 WARM_STARTS = ("", "consensus")
@@ -41,11 +42,13 @@ def consensus_ops(kinds: list[str]) -> np.ndarray:
 class RegionRunConfig:
     """What every op-level run names: the id, its overrides, the training regions, the seed and the output."""
 
-    env_id: str = "MemoryConsolidation-ScienceWorld-v0"
-    env_overrides: dict[str, Any] = field(default_factory=dict)
-    region_seeds: tuple[int, ...] = tuple(range(24))  # the training regions: resets of env_id with these seeds
-    seed: int = 0
-    output_dir: str = "runs/oplevel"
+    env_id: str = field(default="MemoryConsolidation-ScienceWorld-v0", metadata={"help": "the env id trained on"})
+    env_overrides: dict[str, Any] = field(default_factory=dict, metadata={
+        "help": "ConsolidationEnv.experiment overrides (not the id: its rewards are not comparable)"})
+    region_seeds: tuple[int, ...] = field(default=tuple(range(24)), metadata={
+        "help": "the training regions: resets of env_id with these seeds"})
+    seed: int = field(default=0, metadata={"help": "seeds the policy, the sampling and the region draws"})
+    output_dir: str = field(default="runs/oplevel", metadata={"help": "checkpoints and log.jsonl"})
 
     def __post_init__(self) -> None:
         if not self.region_seeds:
@@ -66,30 +69,41 @@ class RegionRunConfig:
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "region_seeds": list(self.region_seeds)}
 
+    def make_env(self) -> gym.Env:
+        """The env trained on: ``gym.make`` of the id itself; with ``env_overrides``, as GRPO's,
+        ``ConsolidationEnv.experiment`` (any field, a smaller evaluation or another suite; where an override
+        changes what the reward measures its commits say ``comparable: False``)."""
+        if not self.env_overrides:
+            return gym.make(self.env_id)
+        from dreamer_gym.envs.consolidation import ConsolidationEnv
+
+        return ConsolidationEnv.experiment(self.env_id, **self.env_overrides)
+
 
 @dataclass(frozen=True)
 class OpLevelConfig(RegionRunConfig):
     """One op-level run; YAML files in ``baselines/configs/oplevel-*.yaml`` hold these fields."""
 
-    steps: int = 12
-    regions_per_step: int = 4
-    group_size: int = 8
-    hidden: int = 64
-    lr: float = 3e-3
-    entropy_coef: float = 0.01
-    max_entries: int = 50
+    steps: int = field(default=12, metadata={"help": "updates (each one batch of regions_per_step groups)"})
+    regions_per_step: int = field(default=4, metadata={"help": "regions (groups) per step"})
+    group_size: int = field(default=8, metadata={"help": "sampled op assignments (commits) per region"})
+    hidden: int = field(default=64, metadata={"help": "hidden width of the policy MLP"})
+    lr: float = field(default=3e-3, metadata={"help": "Adam learning rate"})
+    entropy_coef: float = field(default=0.01, metadata={"help": "entropy bonus"})
+    max_entries: int = field(default=50, metadata={"help": "entries the wrapper's action covers"})
     # "consensus": before RL, fit the policy to the consensus rule (merge procedures, drop the rest) on the
     # training regions' features by cross-entropy (no commits); RL then starts from the rule, not from uniform
-    warm_start: str = ""
-    warm_start_steps: int = 300
+    warm_start: str = field(default="", metadata={"help": "'' (uniform start) | consensus (fit the rule first)"})
+    warm_start_steps: int = field(default=300, metadata={"help": "cross-entropy steps of the warm start"})
     # the warm start's targets keep this much probability on the other allowed ops (label smoothing): a policy
     # fitted to one-hot targets samples the same assignment G times, its group advantages are all zero, and
     # RL never moves it (measured: entropy 0.01, 24 steps without a change)
-    warm_start_smoothing: float = 0.3
+    warm_start_smoothing: float = field(default=0.3, metadata={
+        "help": "probability the warm start's targets leave on the other allowed ops"})
     # "entry": one op sampled per entry (an assignment of ~25 independent draws, one reward for all of them);
     # "class": one op per entry class (kind and rule tags: ~5 draws a region, entries of a class share it), the
     # per-entry logits averaged over the class. Credit for one reward is spread over 5 choices, not 25.
-    tie: str = "entry"
+    tie: str = field(default="entry", metadata={"help": "entry (one op per entry) | class (one op per entry class)"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -182,7 +196,7 @@ class OpLevelTrainer:
         torch.manual_seed(config.seed)
         self.rng = np.random.default_rng(config.seed)
         self.generator = torch.Generator().manual_seed(config.seed)
-        self.env = env or OpLevelWrapper(gym.make(config.env_id, **config.env_overrides), max_entries=config.max_entries)
+        self.env = env or OpLevelWrapper(config.make_env(), max_entries=config.max_entries)
         self.policy = OpPolicy(hidden=config.hidden)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr)
         self.out = Path(config.output_dir)
@@ -271,13 +285,18 @@ class OpLevelTrainer:
             (self.out / "warm_start.json").write_text(json.dumps(self.warm_start(), indent=1) + "\n")
             save_policy(self.policy, self.config, 0, self.out / "checkpoint-0")
         try:
-            for step in tqdm(range(1, self.config.steps + 1), desc="op-level", disable=not progress):
+            bar = tqdm(range(1, self.config.steps + 1), desc="op-level", unit="step", disable=not progress)
+            for step in bar:
                 start = time.perf_counter()
                 seeds = self.rng.choice(self.config.region_seeds, size=self.config.regions_per_step, replace=False)
                 groups = [self.rollout_group(int(s)) for s in seeds]
                 played = time.perf_counter() - start
                 stats = self.update(groups)
                 rewards = np.concatenate([g["rewards"] for g in groups])
+                signal = check_batch(rewards.tolist(), [k for k, g in enumerate(groups) for _ in g["rewards"]],
+                                     where=f"op-level step {step}")
+                bar.set_postfix(reward=f"{rewards.mean():+.3f}", best=f"{rewards.max():+.3f}",
+                                flat=f"{signal.flat_groups}/{signal.groups}")
                 ops: dict[str, dict[str, int]] = {}
                 for g in groups:
                     for kind, counts in g["ops_by_kind"].items():
@@ -289,7 +308,7 @@ class OpLevelTrainer:
                           "regions": [int(s) for s in seeds], "families": [g["family"] for g in groups],
                           "entries": int(sum(g["n"] for g in groups)),
                           "ops_by_kind": ops, "seconds_play": played,
-                          "seconds_update": time.perf_counter() - start - played, **stats}
+                          "seconds_update": time.perf_counter() - start - played, **stats, **signal.record()}
                 log.write(json.dumps(record) + "\n")
                 log.flush()
                 records.append(record)

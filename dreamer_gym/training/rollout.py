@@ -64,6 +64,11 @@ class Rollout:
         return self.info.get("score_after") != self.info.get("score_before")
 
     @property
+    def valid_calls(self) -> int:
+        """The policy's commands the env accepted (a command that makes no env call counts when it parsed)."""
+        return sum(e is None for e in self.errors)
+
+    @property
     def keep_all(self) -> bool:
         """Committed exactly the region (verbatim): the reward is the size term's 0 and nothing else."""
         return self.info.get("bank_after") == self.info.get("bank_before")
@@ -175,10 +180,10 @@ class RolloutCollector:
             r.allowed.extend([()] * len(env_ids))
             r.logprobs.extend([0.0] * len(env_ids))
             r.turn_of.extend([-1] * len(env_ids))
-        # out of turns: the trainer commits (not a policy token; the last turn's return carries the reward);
-        # under ``drop`` that keeps what was not dropped, as the policy's own commit would
+        # out of turns: the trainer commits (not a policy token; the last turn's return carries the reward),
+        # deleting nothing the policy did not decide to delete (CommandState.forced_commit)
         r.forced_commit = True
-        _, _, reward = self._act(env, r, grammar.apply(["commit"]), "")
+        _, _, reward = self._act(env, r, grammar.forced_commit(), "")
         r.turn_rewards[-1] += reward
         return self._finish(r, grammar, region)
 

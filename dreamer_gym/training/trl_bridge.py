@@ -69,6 +69,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from dreamer_gym.errors import ConfigError
+from dreamer_gym.training.learning_signal import check_batch
 from dreamer_gym.training.rollout import EnvGroups, Rollout, RolloutCollector
 
 log = logging.getLogger(__name__)
@@ -116,15 +118,25 @@ def make_dataset(n: int, seed: int, families: Sequence[str] | None = None) -> An
 def env_reward(completions: list[Any], reward: list[float], **kwargs: Any) -> list[float]:
     """TRL reward function: the env's reward of each rollout, as :class:`RolloutFunc` collected it (TRL passes
     the rollout function's extra keys to reward functions). Logs the fractions of rollouts that moved the score
-    (``score_changed``) and that kept the region verbatim (``keep_all``) through TRL's ``log_metric``."""
+    (``score_changed``), that kept the region verbatim (``keep_all``) and that ran out of turns
+    (``forced_commit``) through TRL's ``log_metric``, and checks the batch's learning signal
+    (:func:`.learning_signal.check_batch`: a warning, and ``signal/flat_groups`` and ``signal/valid_calls``)."""
     if len(reward) != len(completions):
         raise ValueError(f"{len(reward)} rewards for {len(completions)} completions: is the trainer's "
                          "rollout_func the one from make_rollout_func?")
     log_metric = kwargs.get("log_metric")
     if log_metric is not None:
-        for key in ("score_changed", "keep_all"):
+        for key in ("score_changed", "keep_all", "forced_commit"):
             if kwargs.get(key):
                 log_metric(f"env/{key}", float(np.mean([bool(v) for v in kwargs[key]])))
+    if kwargs.get("group") is not None:
+        valid = kwargs.get("valid_calls")
+        signal = check_batch(reward, kwargs["group"], None if valid is None else int(sum(valid)),
+                             where="TRL rollout_func batch")
+        if log_metric is not None:
+            log_metric("signal/flat_groups", signal.flat_share)
+            if signal.valid_calls is not None:
+                log_metric("signal/valid_calls", float(signal.valid_calls))
     return [float(r) for r in reward]
 
 
@@ -150,9 +162,13 @@ class RolloutFunc:
     call and returns one completion per prompt (see the module docstring). ``close()`` closes the envs."""
 
     def __init__(self, env_id: str, max_turns: int = 6, overrides: dict[str, Any] | None = None,
-                 preview_words: int = 14, temperature: float = 1.0) -> None:
+                 preview_words: int = 14, temperature: float = 1.0, grammar: str = "keep") -> None:
+        from dreamer_gym.training.commands import GRAMMARS
+
+        if grammar not in GRAMMARS:
+            raise ConfigError(f"Expected `grammar` to be one of {tuple(GRAMMARS)}, got {grammar!r}")
         self.env_id, self.max_turns, self.overrides = env_id, max_turns, dict(overrides or {})
-        self.preview_words, self.temperature = preview_words, temperature
+        self.preview_words, self.temperature, self.grammar = preview_words, temperature, grammar
         self.envs: EnvGroups | None = None
         self.collector: RolloutCollector | None = None
         self.calls = 0
@@ -178,7 +194,7 @@ class RolloutFunc:
                 self.envs.close()
             self.envs = EnvGroups(self.env_id, n, self.overrides)
             self.collector = RolloutCollector(model, tokenizer, self.envs, self.max_turns, self.preview_words,
-                                              self.temperature)
+                                              self.temperature, grammar=self.grammar)
         assert self.collector is not None  # noqa: S101 - built above
         self.collector.model = self.collector.decoder.model = model  # the trainer may have re-wrapped it
         return self.collector
@@ -197,14 +213,17 @@ class RolloutFunc:
         with torch.device(device):  # the decoder builds its input tensors with the default device
             rollouts = collector.collect(resets, int(size), generator)
         self.last = rollouts
-        return self.outputs(rollouts, trainer.args.max_completion_length)
+        out = self.outputs(rollouts, trainer.args.max_completion_length)
+        out["group"] = [(self.calls, r.group) for r in rollouts]  # groups of this call (env_reward's check)
+        return out
 
     @staticmethod
     def outputs(rollouts: list[Rollout], max_completion_length: int | None = None) -> dict[str, list[Any]]:
         """TRL's rollout_func dict for ``rollouts``: per rollout the prompt, the completion up to its last policy
         token, the sampling log-probs and ``env_mask`` (0 on env tokens), plus the extra keys for rewards."""
         out: dict[str, list[Any]] = {k: [] for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "reward",
-                                                     "score_changed", "keep_all", "commands")}
+                                                     "score_changed", "keep_all", "forced_commit", "valid_calls",
+                                                     "commands")}
         for r in rollouts:
             mask = r.env_mask
             end = len(mask)
@@ -221,6 +240,8 @@ class RolloutFunc:
             out["reward"].append(float(r.reward))
             out["score_changed"].append(bool(r.score_changed))
             out["keep_all"].append(bool(r.keep_all))
+            out["forced_commit"].append(bool(r.forced_commit))
+            out["valid_calls"].append(r.valid_calls)
             out["commands"].append(list(r.commands))
         return out
 
@@ -237,7 +258,8 @@ class RolloutFunc:
 
 
 def make_rollout_func(env_id: str, max_turns: int = 6, overrides: dict[str, Any] | None = None,
-                      preview_words: int = 14, temperature: float = 1.0) -> RolloutFunc:
+                      preview_words: int = 14, temperature: float = 1.0, grammar: str = "keep") -> RolloutFunc:
     """The ``rollout_func`` for TRL's ``GRPOTrainer`` (see the module docstring); call ``.close()`` when done.
-    ``overrides`` go to ``ConsolidationEnv.experiment`` (e.g. smaller evaluations)."""
-    return RolloutFunc(env_id, max_turns, overrides, preview_words, temperature)
+    ``overrides`` go to ``ConsolidationEnv.experiment`` (e.g. smaller evaluations); ``grammar``: the command
+    grammar, ``keep`` | ``drop`` | ``ops`` (:mod:`.commands`; docs/grpo.md)."""
+    return RolloutFunc(env_id, max_turns, overrides, preview_words, temperature, grammar)

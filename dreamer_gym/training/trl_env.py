@@ -22,6 +22,7 @@ Example::
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -31,6 +32,9 @@ import gymnasium as gym
 import dreamer_gym  # noqa: F401 - registers the ids gym.make builds
 from dreamer_gym.envs.consolidation import ConsolidationEnv
 from dreamer_gym.service import CommitResult, RewardService, make_reward_service
+from dreamer_gym.training.learning_signal import check_batch
+
+log = logging.getLogger(__name__)
 
 DEFAULT_ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
 EPISODE_OVER = "ERROR: the episode is over (committed); no more tool calls count. Stop calling tools."
@@ -67,8 +71,10 @@ class ConsolidationToolEnv:
 
     Per-rollout counters, for logging: ``tool_counts`` (calls per tool, as the model made them),
     ``invalid_calls`` (calls the env refused), ``calls_after_end``, ``tool_reward`` (the sum of the tool calls'
-    rewards, i.e. their invalid-call penalties), ``forced_commit`` (the rollout ended without committing and
-    :func:`commit_reward` committed for it), and after scoring ``episode_reward`` and ``last_commit_info``.
+    rewards, i.e. their invalid-call penalties), ``valid_calls`` (calls the env accepted), ``forced_commit`` (the
+    rollout ended without committing and :func:`commit_reward` committed the region as it is for it), and after
+    scoring ``episode_reward`` and ``last_commit_info``. ``reset_key`` (seed, family, bank) names the rollout's
+    group: the rollouts of one dataset row share it.
     """
 
     def __init__(self, env_id: str = DEFAULT_ENV_ID, reward_service: RewardService | None = None, *,
@@ -82,17 +88,20 @@ class ConsolidationToolEnv:
         self.experiment = experiment
         self.env_kwargs = env_kwargs
         self.env: gym.Env | None = None
+        self.reset_key: tuple[Any, ...] = ()
         self._reset_counters()
 
     def _reset_counters(self) -> None:
         self.tool_counts: Counter[str] = Counter()
         self.invalid_calls = 0
+        self.valid_calls = 0
         self.calls_after_end = 0
         self.tool_reward = 0.0
         self.forced_commit = False
         self.episode_reward: float | None = None  # set when the commit is scored
         self.last_commit_info: dict[str, Any] | None = None
         self._reward_before_commit = 0.0  # the act rewards of the calls before the committing one
+        self._emitted: list[str] = []  # the ids in the new region so far, in order (what a forced commit undoes)
         self._over = False
 
     @property
@@ -108,6 +117,7 @@ class ConsolidationToolEnv:
         if self.env is None:
             self.env = _build_env(self.env_id, self.experiment, self.reward_service, **self.env_kwargs)
         self._reset_counters()
+        self.reset_key = (seed, family, bank)
         obs, _ = self.env.reset(seed=seed, options={"family": family, "bank": bank})
         calls, emits, new, size = (int(x) for x in obs["budget"])
         text = (f"{obs['region']}\n\nBudget: {calls} tool calls, {emits} new entries (emit), {new} entries in the "
@@ -186,8 +196,11 @@ class ConsolidationToolEnv:
             return EPISODE_OVER
         obs, reward, terminated, truncated, info = self._core.act(json.dumps({"tool": tool, **args}, default=str))
         self.tool_reward += reward
+        self._emitted = [e["id"] for e in info["emitted"]]
         if info["last_error"] is not None:
             self.invalid_calls += 1
+        else:
+            self.valid_calls += 1
         if not info.get("commit_pending"):
             self._reward_before_commit += reward
             return str(obs["result"])
@@ -198,14 +211,32 @@ class ConsolidationToolEnv:
                 "and the episode is over.")
 
     def _commit_if_open(self) -> None:
-        """Commit a rollout that ended without committing (a commit counts one tool call, as in ``step``)."""
+        """Commit a rollout that ended without committing, with the region as it is: ``keep`` of every region
+        entry not in the new region, ``retract`` of every entry the rollout wrote, then ``commit`` (score delta
+        0, size term 0). Why not what was emitted: the model never said it was done, and a half-built new
+        region (often none: a model that makes no parseable call) would be scored as its decision; committing
+        an empty region pays the size term of deleting everything. These calls count against the env's
+        budget like any other (the rollout had at least one left, or the env would have committed it); if the
+        budget runs out first the env commits where it stands, with every region entry already kept."""
         if self.env is None:
             raise ValueError("commit_reward got an environment that was never reset")
         if self._core.pending_commit is None:
             self.forced_commit = True
-            _, reward, _, _, info = self._core.act(_COMMIT)
-            self.tool_reward += reward
-            assert info.get("commit_pending")  # noqa: S101 - a commit always ends the episode
+            region = self._core.region_ids
+            missing = [i for i in region if i not in set(self._emitted)]
+            calls = [json.dumps({"tool": "keep", "ids": missing})] if missing else []
+            # kept entries go to the end, so the written ones keep their indices: retract them last-first
+            written = [k for k, i in enumerate(self._emitted) if i not in set(region)]
+            calls += [json.dumps({"tool": "retract", "index": k}) for k in reversed(written)] + [_COMMIT]
+            for call in calls:
+                _, reward, _, _, info = self._core.act(call)
+                self.tool_reward += reward
+                if info.get("commit_pending"):
+                    break
+            assert info.get("commit_pending")  # noqa: S101 - the commit (or the budget) always ends the episode
+            if len(info["emitted"]) != len(region):
+                log.warning("the forced commit ran out of tool calls before undoing the rollout's writes: it "
+                            "committed the region plus %d written entries", len(info["emitted"]) - len(region))
         self._over = True
 
     def _settle(self, result: CommitResult) -> float:
@@ -234,8 +265,9 @@ def commit_reward(completions: list[Any], environments: Sequence[ConsolidationTo
                   log_metric: Callable[[str, float], None] | None = None, **kwargs: Any) -> list[float]:
     """TRL reward function: each rollout's episode reward, the batch's commits scored in one ``commit_many``.
 
-    A rollout that did not commit (it stopped calling tools, or hit the completion length) is committed here,
-    as running out of calls would. Each reward is the sum of the rewards ``env.step`` would have returned over
+    A rollout that did not commit (it stopped calling tools, or hit the completion length) is committed here
+    with the region as it is (:meth:`ConsolidationToolEnv._commit_if_open`). The batch's learning signal is
+    checked (:func:`.learning_signal.check_batch`: zero reward spread within a group of one reset, no valid call). Each reward is the sum of the rewards ``env.step`` would have returned over
     the episode. Already scored environments keep their reward (no second commit). ``log_metric`` (TRL passes
     it) receives the batch means of the counters."""
     if not environments:
@@ -251,8 +283,14 @@ def commit_reward(completions: list[Any], environments: Sequence[ConsolidationTo
         for e, result in zip(todo, results, strict=True):
             e._settle(result)
     rewards = [float(e.episode_reward) for e in environments]  # type: ignore[arg-type]
+    signal = check_batch(rewards, [e.reset_key for e in environments], sum(e.valid_calls for e in environments),
+                         where="TRL environment_factory batch",
+                         hint="the model made no tool call TRL could parse: check its chat template (recipe "
+                              "`model.chat_template`) or use path: text, whose grammar cannot miss")
     if log_metric is not None:
         _log_counters(environments, log_metric)
+        log_metric("signal/flat_groups", signal.flat_share)
+        log_metric("signal/valid_calls", float(signal.valid_calls or 0))
     return rewards
 
 

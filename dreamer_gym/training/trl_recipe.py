@@ -22,12 +22,13 @@ anything else raises "Unrecognized chat template". The template must also render
 ``trl/chat_templates/NAME.jinja`` (e.g. ``qwen3``) on the tokenizer, byte for byte, so any model whose tokenizer has
 the template's special tokens (``<|im_start|>``/``<|im_end|>`` for the Qwen ones; SmolLM2's has them) can take the
 tools path. Whether the model *uses* the tools well is another matter: a model never trained on that format rarely
-emits a parseable call, so its rollouts end at once and :func:`.trl_env.commit_reward` commits the region as it is.
+emits a parseable call, so its rollouts end at once and :func:`.trl_env.commit_reward` commits the region as it is
+(reward 0 but for invalid-call penalties; the batch's check warns that no call was valid).
 
 The recipe (``baselines/configs/grpo-trl-*.yaml``)::
 
     path: tools                      # tools | text
-    env: {env_id: MemoryConsolidation-ScienceWorld-v0, overrides: {}}   # text also: max_turns, preview_words
+    env: {env_id: MemoryConsolidation-ScienceWorld-v0, overrides: {}}   # text also: max_turns, preview_words, grammar
     model: {name: Qwen/Qwen2.5-1.5B-Instruct, chat_template: qwen2_5}  # name: hub id, folder or smollm2-135m
     lora: {r: 16, alpha: 32, dropout: 0.0, target_modules: [q_proj, k_proj, v_proj, o_proj]}   # r: 0 = no peft
     dataset: {n: 1000, seed: 0, families: []}
@@ -59,7 +60,7 @@ from dreamer_gym.errors import ConfigError
 
 PATHS = ("tools", "text")
 DEFAULT_ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
-TEXT_ONLY_ENV_KEYS = ("max_turns", "preview_words")
+TEXT_ONLY_ENV_KEYS = ("max_turns", "preview_words", "grammar")
 # the tools path's first messages; ConsolidationToolEnv.reset appends the region and the budget to the user message
 TOOLS_USER_MESSAGE = ("Consolidate the memory region below with the tools: inspect entries, keep the good ones, emit "
                       "merged or general entries with their provenance, then call commit.")
@@ -67,31 +68,38 @@ TOOLS_USER_MESSAGE = ("Consolidate the memory region below with the tools: inspe
 
 @dataclass(frozen=True)
 class EnvSection:
-    env_id: str = DEFAULT_ENV_ID
-    overrides: dict[str, Any] = field(default_factory=dict)  # ConsolidationEnv.experiment fields (not comparable)
-    max_turns: int = 6  # text path: policy turns per rollout
-    preview_words: int = 14  # text path: words of each entry in the region listing
+    env_id: str = field(default=DEFAULT_ENV_ID, metadata={"help": "the env id trained on"})
+    overrides: dict[str, Any] = field(default_factory=dict, metadata={
+        "help": "ConsolidationEnv.experiment fields (not the id: its rewards are not comparable)"})
+    max_turns: int = field(default=6, metadata={"help": "text path: policy turns per rollout"})
+    preview_words: int = field(default=14, metadata={"help": "text path: words of each entry in the region listing"})
+    grammar: str = field(default="keep", metadata={
+        "help": "text path: command grammar, keep | drop | ops (docs/grpo.md); the tools path has none: its "
+                "actions are the env's own tool calls"})
 
 
 @dataclass(frozen=True)
 class ModelSection:
-    name: str = ""  # hub id, local folder or the smollm2-135m alias
-    chat_template: str | None = None  # install trl/chat_templates/<name>.jinja on the tokenizer (tools path)
+    name: str = field(default="", metadata={"help": "hub id, local folder or the smollm2-135m alias"})
+    chat_template: str | None = field(default=None, metadata={
+        "help": "tools path: install trl/chat_templates/<name>.jinja on the tokenizer"})
 
 
 @dataclass(frozen=True)
 class LoraSection:
-    r: int = 16  # 0: no peft, every weight trains
-    alpha: int = 32
-    dropout: float = 0.0
-    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    r: int = field(default=16, metadata={"help": "LoRA rank (0: no peft, every weight trains)"})
+    alpha: int = field(default=32, metadata={"help": "LoRA alpha"})
+    dropout: float = field(default=0.0, metadata={"help": "LoRA dropout"})
+    target_modules: tuple[str, ...] = field(default=("q_proj", "k_proj", "v_proj", "o_proj"),
+                                            metadata={"help": "the modules LoRA adapts"})
 
 
 @dataclass(frozen=True)
 class DatasetSection:
-    n: int = 1000  # rows; TRL repeats each num_generations times (one group = one reset seed)
-    seed: int = 0  # draws the rows' reset seeds (and families)
-    families: tuple[str, ...] = ()  # empty: the env draws the family
+    n: int = field(default=1000, metadata={
+        "help": "rows; TRL repeats each num_generations times (one group = one reset seed)"})
+    seed: int = field(default=0, metadata={"help": "draws the rows' reset seeds (and families)"})
+    families: tuple[str, ...] = field(default=(), metadata={"help": "train on these families (empty: the env draws)"})
 
 
 @dataclass(frozen=True)
@@ -204,11 +212,21 @@ def load_recipe(config: str | Path | Mapping[str, Any]) -> Recipe:
         raise ConfigError(f"Unknown `env.env_id` {env_id!r}; registered: {sorted(REGISTERED)}")
     overrides = _keys_ok(env.get("overrides"), [f.name for f in dataclasses.fields(ConsolidationConfig)]
                          + ["region_chars"], "env.overrides")
+    if path == "tools" and "grammar" in env:
+        raise ConfigError(f"`env.grammar` ({env['grammar']!r}) is for path: text. A grammar constrains the text "
+                          "model's sampling to our command language; on the tools path the model writes the env's "
+                          "own JSON tool calls, which TRL parses after free generation, so there is nothing to "
+                          "constrain. Drop `env.grammar`, or use path: text to train under a grammar")
     if path == "tools" and (text_only := [k for k in TEXT_ONLY_ENV_KEYS if k in env]):
         raise ConfigError(f"`env.{text_only[0]}` is for path: text; on the tools path the episode's length is "
                           "`trl.max_tool_calling_iterations` (and the env's max_tool_calls)")
+    from dreamer_gym.training.commands import GRAMMARS
+
+    grammar = env.get("grammar", "keep")
+    if grammar not in GRAMMARS:
+        raise ConfigError(f"Expected `env.grammar` to be one of {list(GRAMMARS)}, got {grammar!r}")
     env_section = EnvSection(env_id, overrides, _int(env.get("max_turns", 6), "env.max_turns", 1),
-                             _int(env.get("preview_words", 14), "env.preview_words", 1))
+                             _int(env.get("preview_words", 14), "env.preview_words", 1), grammar)
 
     model = _keys_ok(data.get("model"), [f.name for f in dataclasses.fields(ModelSection)], "model")
     name = model.get("name")
@@ -315,7 +333,7 @@ def build_trl_trainer(config: str | Path | Mapping[str, Any] | Recipe) -> tuple[
                                   "train_dataset": make_tool_dataset(data.n, data.seed, data.families)}
     else:
         rollout = make_rollout_func(env.env_id, env.max_turns, env.overrides, env.preview_words,
-                                    temperature=float(args.temperature))
+                                    temperature=float(args.temperature), grammar=env.grammar)
         closer = rollout.close
         kwargs = {"reward_funcs": [env_reward], "rollout_func": rollout,
                   "train_dataset": make_dataset(data.n, data.seed, list(data.families) or None)}

@@ -25,3 +25,21 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     LlamaForCausalLM(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+@pytest.fixture(scope="session")
+def toy_overrides(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """``env_overrides`` that put the ScienceWorld id's env on the pure-Python toy suite (tests/suites/toy_suite.py):
+    real acquisition, pool, env, reward service and memory-following agent, no JVM; a commit costs ~5 ms."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "suites"))
+    import toy_suite
+
+    from dreamer_gym.pool import build_pool
+    from dreamer_gym.suites import make_suite, register_suite
+
+    register_suite(toy_suite.SPEC)
+    path = tmp_path_factory.mktemp("toy-pool") / "toy-v0.json.gz"
+    build_pool(make_suite("toy"), toy_suite.FAMILIES, seeds=(0, 1), eval_variations=6, gold_variations=3).save(path)
+    return {"suite": "toy", "pool": str(path), "pool_hash": None, "eval_in_family": 3, "eval_other": 0}
