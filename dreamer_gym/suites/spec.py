@@ -162,7 +162,7 @@ class SuiteSpec:
             from gymnasium.error import DependencyNotInstalled
 
             fix = f'pip install "dreamer-gym[{self.extra}]"' if self.extra else f"install {', '.join(missing)}"
-            raise DependencyNotInstalled(f"The {self.name} suite needs {', '.join(missing)}, which is not installed: "
+            raise DependencyNotInstalled(f"The {self.name} suite needs {', '.join(missing)} (not installed): "
                                          f"run {fix}")
         if self.check_available is not None:
             resolve(self.check_available)()
