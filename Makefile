@@ -58,6 +58,8 @@ test: setup
 validity: setup
 	$(BIN)/dreamer-gym validity --out runs/validity
 
+# The ratio checks marked `gate` (interleaved, floors that hold on a busy machine) also run in `make test`;
+# `pytest tests/benchmarks -m gate` runs them alone (docs/performance.md, "Benchmarks that gate").
 bench: setup
 	$(BIN)/python -m pytest tests/benchmarks --benchmark-enable -p no:randomly
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.jvm
 ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
 SEED = 3  # a 39-entry chemistry-mix region with four procedures
 GROUP = "op-level episode, evaluation cached"
-PAIRS = 150  # ~3 ms an episode each side: ~1 s
+PAIRS = 100  # ~3 ms an episode each side: ~1 s quiet, ~10 s at load average 9
 
 
 @pytest.fixture(scope="module")
