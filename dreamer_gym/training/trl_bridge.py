@@ -22,7 +22,9 @@ What TRL 1.16 does with what ``rollout_func`` returns (line numbers in ``trl/tra
 * **Required keys** ``prompt_ids``, ``completion_ids``, ``logprobs`` (2211-2215); every other key is an
   "extra field": ``env_mask`` is popped as the tool mask (2270-2272), the rest is copied row by row into the
   inputs (2741-2748) and reaches the reward functions as keyword arguments (``_calculate_rewards``: 1583-1585,
-  1626-1627). So :func:`env_reward` receives ``reward`` (and ``score_changed``, ``keep_all``, ``commands``).
+  1626-1627). So :func:`env_reward` receives ``reward`` (and ``score_changed``, ``keep_all``, ``forced_commit``,
+  ``valid_calls``, ``group``, ``commands``): enough to check the batch's learning signal where TRL's
+  ``log_metric`` is at hand.
 * **env_mask.** Padded with 1 (2479-2483); the loss mask is ``completion_mask * env_mask`` (2497, 3027), used for
   every loss type's aggregation (3153-3184) and for the token count of the DAPO normaliser (2498). The env's tokens
   stay in the attention mask (``completion_mask``, 2502): later turns are conditioned on them but carry no loss.
@@ -52,6 +54,10 @@ forced tokens carry nothing). The two agree in sign per decision token but not i
 gradient on pushing up the grammar's forced tokens and pushing down mass on tokens the grammar never allows.
 That is the known, documented difference between the two paths; GiGPO's turn-level advantages and
 per-step-seeded resumes stay :mod:`.grpo`-only.
+
+The grammar (``keep`` | ``drop`` | ``ops``, :mod:`.commands`) is ``make_rollout_func(..., grammar=)``, a recipe's
+``env.grammar``. A rollout that runs out of turns is committed as :meth:`.commands.CommandState.forced_commit`
+says (under ``keep``: the region as it is).
 
 Dataset rows name the reset: ``prompt`` is ``"seed=123"`` or ``"seed=123 family=grow-plant"`` (``bank=N`` too);
 :func:`make_dataset` writes such rows. The prompt the model sees is built from the region the reset draws.

@@ -222,8 +222,8 @@ class ConsolidationToolEnv:
             raise ValueError("commit_reward got an environment that was never reset")
         if self._core.pending_commit is None:
             self.forced_commit = True
-            region = self._core.region_ids
-            missing = [i for i in region if i not in set(self._emitted)]
+            region, present = self._core.region_ids, set(self._emitted)
+            missing = [i for i in region if i not in present]
             calls = [json.dumps({"tool": "keep", "ids": missing})] if missing else []
             # kept entries go to the end, so the written ones keep their indices: retract them last-first
             written = [k for k, i in enumerate(self._emitted) if i not in set(region)]

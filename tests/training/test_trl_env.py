@@ -105,6 +105,10 @@ def test_commit_reward_batches_and_matches_step(factory, region_ids, monkeypatch
         "open": [("read_entry", {"id": ids[0]}), ("keep", {"ids": ids[:2]})],  # commit_reward commits it
         "invalid": [("read_entry", {"id": "no-such-entry"}), ("keep", {"ids": ids[1:2]}), ("emit", emitted)],
     }
+    # what commit_reward does for a rollout that did not commit: the region as it is (keep the rest, retract
+    # what was written, commit), not the rollout's half-built region
+    forced = {"open": [("keep", {"ids": ids[2:]}), ("commit", {})],
+              "invalid": [("keep", {"ids": ids[:1] + ids[2:]}), ("retract", {"index": 1}), ("commit", {})]}
 
     # the reference: a plain env (its own process service) stepped through the same calls, commit included
     expected = {}
@@ -113,7 +117,7 @@ def test_commit_reward_batches_and_matches_step(factory, region_ids, monkeypatch
         for name, plan in plans.items():
             ref.reset(seed=SEED)
             total = 0.0
-            for tool, args in plan + ([] if plan[-1][0] == "commit" else [("commit", {})]):
+            for tool, args in plan + forced.get(name, []):
                 _, reward, terminated, truncated, info = ref.step(call(tool, **args))
                 total += reward
             assert terminated and not truncated
@@ -142,8 +146,9 @@ def test_commit_reward_batches_and_matches_step(factory, region_ids, monkeypatch
         assert reward == total, name
         assert_same(env.last_commit_info, info, name)
     assert [e.forced_commit for e in envs] == [False, True, True]
-    assert rewards[0] == rewards[1]  # a forced commit is the commit the rollout did not make
-    assert rewards[2] != rewards[0]  # the emitted entry changed the bank: a real evaluation, not a copy
+    # a forced commit keeps the region as it is: reward 0 but for the invalid-call penalties
+    assert rewards[1] == 0.0 and rewards[2] == pytest.approx(-penalty) and rewards[0] != 0.0
+    assert all(e.last_commit_info["bank_after"] == e.last_commit_info["bank_before"] for e in envs[1:])
     # scored rollouts keep their reward: no second commit, no second evaluation
     assert commit_reward(completions=[[]] * len(envs), environments=envs) == rewards
     assert batches == [3]
@@ -195,7 +200,7 @@ def test_bad_calls_return_errors_and_count(factory):
     ]
     for result in bad:
         assert result.startswith("ERROR: "), result
-    assert "no entry" in bad[0] and "`kind` must be one of" in bad[1]
+    assert "no entry" in bad[0] and "`kind`" in bad[1] and "must be one of" in bad[1]
     penalty = env.env.unwrapped.config.invalid_penalty
     assert env.invalid_calls == len(bad) and env.tool_reward == pytest.approx(-penalty * len(bad))
     assert env.commit().startswith("Committed 0 entries")
