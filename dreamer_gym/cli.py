@@ -549,7 +549,7 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
         _deprecated(p, flag, dest, kind)
 
 
-def _add_train_parser(sub: argparse._SubParsersAction, algo: str) -> None:
+def _add_train_parser(sub: argparse._SubParsersAction, algo: str | None) -> None:
     """``train``; the fields of ``--algo``'s config dataclass are its flags (only those of the algorithm named on
     the command line exist: the op-level and SB3 configs need torch to import)."""
     p = sub.add_parser("train", help="train a consolidator on an env id: GRPO (docs/grpo.md), op-level or SB3 "
@@ -565,25 +565,26 @@ def _add_train_parser(sub: argparse._SubParsersAction, algo: str) -> None:
     p.add_argument("--check", action="store_true", help="--algo trl: validate the recipe and exit")
     p.add_argument("--resume", action="store_true", help="--algo trl: resume from trl.output_dir's last checkpoint")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    cls = train_config_class(algo)
+    cls = train_config_class(algo) if algo else None
     if cls is not None:
         g = p.add_argument_group(f"--algo {algo}: {cls.__name__} fields (override the --config YAML's)")
         add_dataclass_arguments(g, cls, dest_prefix="train.", help_suffix="(dataclass default: {default})")
     p.set_defaults(func=_cmd_train)
 
 
-def _train_algo(argv: list[str] | None) -> str:
-    """The ``--algo`` of a ``train`` command line (grpo when not given), read before the parser is built."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if "train" not in args:
-        return "grpo"
+def _train_algo(argv: list[str] | None) -> str | None:
+    """The ``--algo`` of a ``train`` command line (grpo when not given), read before the parser is built; None
+    when the command is not ``train`` (its flags are not needed, nor the extras their config classes import)."""
+    words = [a for a in argv or () if not a.startswith("-")]
+    if not words or words[0] != "train":
+        return None
     peek = argparse.ArgumentParser(add_help=False)
     peek.add_argument("--algo", default="grpo")
-    return str(peek.parse_known_args(args[args.index("train") + 1:])[0].algo)
+    return str(peek.parse_known_args(argv[argv.index("train") + 1:])[0].algo)  # type: ignore[union-attr]
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The parser; ``argv`` picks which algorithm's flags ``train`` gets (``--algo``)."""
+    """The parser; where ``argv`` is a ``train`` command line, ``train`` gets its ``--algo``'s config flags."""
     from dreamer_gym.studies.power import PowerConfig
     from dreamer_gym.studies.validity import ValidityConfig
 
@@ -685,6 +686,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     Raises:
         ConfigError: no such config file or recipe, or the file has an unknown key or a value of the wrong type.
     """
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if getattr(args, "train_config", None) is not None:

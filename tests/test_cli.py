@@ -27,6 +27,7 @@ def test_unreachable_server_is_a_recorded_failure_and_the_key_never_leaks(tmp_pa
     record = json.loads(out.read_text())
     [run] = record["runs"]
     assert "LLMError" in run["error"] and "127.0.0.1:9" in run["error"]
+    assert "failed: 1 x LLMError" in proc.stdout and "127.0.0.1:9" in proc.stdout  # the reason, under the table
     assert record["llm"]["api_key_env"] == "DG_TEST_KEY"
     for text in (proc.stdout, proc.stderr, out.read_text()):
         assert SECRET not in text
@@ -57,6 +58,8 @@ def test_unknown_consolidator_is_a_clear_error() -> None:
 def test_transfer_track_runs_every_suite_it_can_and_names_why_not_the_others(tmp_path: Path) -> None:
     """One consolidator set, unchanged, on ScienceWorld, ALFWorldGen and MiniWoB; the official ALFWorld
     and WebArena ids are listed with the reason they cannot run here."""
+    from dreamer_gym.envs.tracks import TRANSFER_TRACK
+
     out = tmp_path / "transfer.json"
     env = {"ALFWORLD_DATA": str(tmp_path / "no-alfworld")} | {k: "" for k in ("WA_SHOPPING", "WA_REDDIT")}
     proc = dreamer_gym("evaluate", "--track", "transfer", "--consolidator", "keep-all,oracle", "--seeds", "0",
@@ -70,15 +73,15 @@ def test_transfer_track_runs_every_suite_it_can_and_names_why_not_the_others(tmp
     assert settings["max_families"] == 1 and settings["reward_agent"] == "memory"
     suites = record["suites"]
     ran = [i for i, s in suites.items() if "rows" in s]
-    assert ran == ["MemoryConsolidation-ScienceWorld-v0", "MemoryConsolidation-ALFWorldGen-v0",
-                   "MemoryConsolidation-MiniWoB-v0"]
+    ids = {env_id.split("-")[1]: env_id for _, env_id in TRANSFER_TRACK}  # each suite's current version
+    assert ran == [ids["ScienceWorld"], ids["ALFWorldGen"], ids["MiniWoB"]]
     for env_id in ran:
         keep, oracle = suites[env_id]["rows"]
         assert keep["consolidator"] == "keep-all" and keep["reward"] == "+0.000" and keep["compression"] == "1.0x"
         assert oracle["consolidator"] == "oracle" and float(oracle["entries after"]) < float(oracle["entries before"])
         assert env_id in proc.stdout
-    assert "alfworld-download" in suites["MemoryConsolidation-ALFWorld-v0"]["unavailable"]
-    assert "WA_SHOPPING" in suites["MemoryConsolidation-WebArena-v0"]["unavailable"]
+    assert "alfworld-download" in suites[ids["ALFWorld"]]["unavailable"]
+    assert "WA_SHOPPING" in suites[ids["WebArena"]]["unavailable"]
     assert "not run here" in proc.stdout
 
 

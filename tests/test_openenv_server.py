@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -248,3 +249,47 @@ def test_throughput_served_vs_in_process(server: Server) -> None:
              "served_eps_per_s": len(seeds) / sum(theirs[1] for _, theirs in runs)}
     print(json.dumps({**rates, "episodes": len(seeds)}))
     assert rates["served_eps_per_s"] > 0.5 * rates["in_process_eps_per_s"]
+
+
+# --- errors a caller causes: a 4xx with a message over HTTP, a clear refusal at capacity ---------------------------
+def post(url: str, body: bytes) -> tuple[int, dict[str, Any]]:
+    """POST ``body`` (JSON) and return the status and the JSON answer, error statuses included."""
+    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.load(exc)
+
+
+def test_bad_http_calls_are_answered_with_a_4xx_and_a_message(server: Server) -> None:
+    """OpenEnv's HTTP /step is stateless (a fresh env per request), so it can never follow a reset: a 409 that
+    says to play over /ws, not a bare 500. A malformed body and a bad reset option are 422s that name the problem."""
+    keep = json.dumps({"action": {"tool_call": call("commit")}}).encode()
+    status, answer = post(f"{server.url}/step", keep)
+    assert status == 409 and "reset" in answer["detail"] and "/ws" in answer["detail"]
+    status, answer = post(f"{server.url}/step", json.dumps({"action": {"tool_call": call("commit")},
+                                                            "episode_id": "no-such-session"}).encode())
+    assert status == 409 and "no session" in answer["detail"]
+    status, answer = post(f"{server.url}/step", b'{"action": ')  # not JSON
+    assert status == 422 and answer["detail"]
+    status, answer = post(f"{server.url}/step", json.dumps({"action": {"tool": "commit"}}).encode())  # no tool_call
+    assert status == 422 and "tool_call" in json.dumps(answer["detail"])
+    status, answer = post(f"{server.url}/reset", json.dumps({"seed": 0, "options": {"family": "no-such-family"}}).encode())
+    assert status == 422 and "no-such-family" in answer["detail"]
+
+
+def test_a_client_past_max_sessions_is_told_the_server_is_at_capacity(server: Server) -> None:
+    """The module's server runs with --max-sessions 1: while one client holds the session, a second one's first
+    call raises ServerAtCapacity (a ConnectionError) saying so, and the first client plays on."""
+    from dreamer_gym.serve.openenv_server import ServerAtCapacity
+
+    with connect(server.url) as first:
+        first.reset(seed=SEED, options=OPTIONS)
+        second = connect(server.url, message_timeout_s=30)
+        try:
+            with pytest.raises(ServerAtCapacity, match=r"at capacity \(1 of 1 sessions open\).*--max-sessions"):
+                second.reset(seed=SEED, options=OPTIONS)
+        finally:
+            second.close()
+        assert first.step(call("commit")).done

@@ -52,7 +52,7 @@ def test_the_wheel_holds_dreamer_gym_only(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     top = {name.split("/")[0] for name in names}
     assert top == {"dreamer_gym", f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.dist-info"}, top
-    # the data the package reads at run time: tracks, the submission schema, the shipped pools
+    # the data the package reads at run time: tracks, the submission schema, the shipped pools and recipes
     for data in ("dreamer_gym/data/tracks/scienceworld.yaml", "dreamer_gym/data/leaderboard/submission-v1.schema.json",
-                 "dreamer_gym/data/scienceworld-heldout-v0.json.gz"):
+                 "dreamer_gym/data/scienceworld-heldout-v0.json.gz", "dreamer_gym/data/configs/oplevel-cpu.yaml"):
         assert data in names, data
