@@ -336,7 +336,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         raise ConfigError(f"evaluate takes one consolidator, got {names}; compare several with `dreamer-gym "
                           "consolidate --consolidator a,b` or run them on the transfer track with --track transfer")
     rows, results, config = _run(args, names)
-    infos = results.get(args.consolidator, [])
+    infos = results.get(names[0], [])
     print(_header(args, len({i["family"] for i in infos}), config))
     _print_table(rows, results)
     if args.out:
