@@ -125,10 +125,8 @@ def test_a_tools_batch_without_a_parseable_call_commits_the_region_and_warns(
 
 
 # --- every trainer warns in its own log -------------------------------------------------------------------------
-@pytest.mark.parametrize("grammar", ["keep", "ops"])
 def test_a_grpo_step_without_reward_spread_warns_in_log_jsonl(tiny_model_dir: Path, toy_overrides: dict,
-                                                              tmp_path: Path, grammar: str,
-                                                              caplog: pytest.LogCaptureFixture) -> None:
+                                                              tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """A collapsed policy (temperature 1e-4: the G rollouts of a group write the same commands) gets one reward
     per group: the step warns, in the log and in ``log.jsonl``."""
     from dreamer_gym.training.config import GRPOConfig
@@ -138,7 +136,7 @@ def test_a_grpo_step_without_reward_spread_warns_in_log_jsonl(tiny_model_dir: Pa
     caplog.set_level(logging.WARNING)
     config = GRPOConfig(model=str(tiny_model_dir), output_dir=str(tmp_path), env_overrides=toy_overrides, steps=1,
                         groups_per_step=1, num_generations=3, max_turns=2, min_region_entries=2, lora_r=4,
-                        temperature=1e-4, grammar=grammar, seed=2)
+                        temperature=1e-4, seed=2)
     trainer = GRPOTrainer(config)
     try:
         trainer.train(progress=False)
