@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dreamer_gym.errors import ConfigError
+from dreamer_gym.llm.deadline import Deadline
 from dreamer_gym.llm.models import SMOLLM2_ALIAS
 
 BACKENDS = ("transformers", "vllm", "openai")
@@ -23,8 +24,16 @@ class LLMConfig:
         "help": "openai: environment variable holding the API key (the key itself is never stored)"})
     max_context: int = field(default=4096, metadata={"help": "prompt + completion tokens (vLLM: max_model_len)"})
     dtype: str = field(default="auto", metadata={"help": "auto = float32 on CPU (deterministic across batches), the engine's choice on GPUs"})
-    timeout_s: float = field(default=120.0, metadata={"help": "per request / generate call"})
-    retries: int = field(default=2, metadata={"help": "retries after a failed request (openai)"})
+    timeout_s: float = field(default=Deadline.timeout_s, metadata={
+        "help": "fixed part of every call's deadline, in seconds (start-up, grammar compile, queueing); the "
+                "deadline adds the work asked: prompt tokens / min_prefill_tok_s + max_tokens / min_decode_tok_s"})
+    min_prefill_tok_s: float = field(default=Deadline.min_prefill_tok_s, metadata={
+        "help": "prompt tokens per second the slowest machine you run on still reads (a floor, not a "
+                "measurement: lower it on a slower or busier machine)"})
+    min_decode_tok_s: float = field(default=Deadline.min_decode_tok_s, metadata={
+        "help": "new tokens per second the slowest machine you run on still writes, per sequence (a floor: "
+                "lower it on a slower or busier machine)"})
+    retries: int = field(default=2, metadata={"help": "retries after a failed request (openai); each try gets the deadline"})
     engine_kwargs: tuple[tuple[str, Any], ...] = field(default=(), metadata={
         "help": "extra keyword arguments for vllm.LLM (e.g. (('tensor_parallel_size', 4),))"})
 
@@ -35,8 +44,9 @@ class LLMConfig:
             raise ConfigError("The openai backend needs `base_url`, e.g. http://127.0.0.1:8000/v1")
         if self.max_context < 256:
             raise ConfigError(f"Expected `max_context` >= 256, got {self.max_context}")
-        if self.timeout_s <= 0 or self.retries < 0:
-            raise ConfigError("Expected `timeout_s` > 0 and `retries` >= 0")
+        if self.retries < 0:
+            raise ConfigError(f"Expected `retries` >= 0, got {self.retries}")
+        self.deadline()  # checks timeout_s and the two rates, naming the field
         if isinstance(self.engine_kwargs, dict):  # accept a dict, store a hashable tuple
             object.__setattr__(self, "engine_kwargs", tuple(sorted(self.engine_kwargs.items())))
 
@@ -53,6 +63,10 @@ class LLMConfig:
                 raise ConfigError(f"Unknown LLM config field(s) {sorted(unknown)}; known: {sorted(cls.__dataclass_fields__)}")
             return cls(**value)
         raise ConfigError(f"Expected an LLMConfig or a dict for `llm`, got {type(value).__name__}")
+
+    def deadline(self) -> Deadline:
+        """How long a call may take, from the work it asks (see :mod:`dreamer_gym.llm.deadline`)."""
+        return Deadline(self.timeout_s, self.min_prefill_tok_s, self.min_decode_tok_s)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

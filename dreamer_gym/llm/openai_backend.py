@@ -7,6 +7,12 @@ block, so they carry no reference to the failed request (whose headers hold the 
 
 ``count_tokens`` is exact on servers with vLLM's ``/tokenize`` endpoint (it applies the served model's
 chat template); elsewhere it is an estimate of ~4 characters per token plus a few per message.
+
+Each request gets the batch's deadline (:mod:`dreamer_gym.llm.deadline`, priced on the estimate: no
+extra round trip to a server that may be hung) as its HTTP timeout, and each retry gets it again. A
+server that keeps the connection alive without finishing (trickling bytes defeats an HTTP read timeout)
+is caught by a wall-clock wait on the whole batch: ``generate`` returns or raises ``LLMTimeout`` within
+``(retries + 1) * deadline`` plus the client's back-off between tries.
 """
 from __future__ import annotations
 
@@ -15,18 +21,21 @@ import math
 import os
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Self
 
 from dreamer_gym.errors import LLMError, LLMTimeout
 from dreamer_gym.llm.base import Completion, Conversation, SamplingConfig
 from dreamer_gym.llm.config import LLMConfig
+from dreamer_gym.llm.deadline import Deadline
 
 log = logging.getLogger(__name__)
 
 PLACEHOLDER_KEY = "EMPTY"  # local servers ignore the key, but the client insists on one
 _CHARS_PER_TOKEN = 4
 _TOKENS_PER_MESSAGE = 4  # role markers and separators of a typical chat template
+_MAX_BACKOFF_S = 8.0  # the openai client's longest wait between two tries (openai._constants.MAX_RETRY_DELAY)
 
 
 class OpenAIBackend:
@@ -41,9 +50,11 @@ class OpenAIBackend:
         *,
         api_key_env: str = "OPENAI_API_KEY",
         max_context: int = 4096,
-        timeout_s: float = 120.0,
+        timeout_s: float = Deadline.timeout_s,
         retries: int = 2,
         max_concurrency: int = 16,
+        min_prefill_tok_s: float = Deadline.min_prefill_tok_s,
+        min_decode_tok_s: float = Deadline.min_decode_tok_s,
     ) -> None:
         try:
             import openai
@@ -55,12 +66,12 @@ class OpenAIBackend:
         self.model = model
         self.api_key_env = api_key_env
         self.max_context = max_context
-        self.timeout_s = timeout_s
+        self.deadline = Deadline(timeout_s, min_prefill_tok_s, min_decode_tok_s)
         self.retries = retries
         self._client: Any = openai.OpenAI(
             api_key=os.environ.get(api_key_env) or PLACEHOLDER_KEY,
             base_url=self.base_url,
-            timeout=timeout_s,
+            timeout=timeout_s,  # for the small calls (models, tokenize); a generation gets its deadline
             max_retries=retries,
         )
         self._pool = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="openai-backend")
@@ -74,31 +85,64 @@ class OpenAIBackend:
 
             raise ConfigError("The openai backend needs `base_url`, e.g. http://127.0.0.1:8000/v1")
         return cls(cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, max_context=cfg.max_context,
-                   timeout_s=cfg.timeout_s, retries=cfg.retries)
+                   timeout_s=cfg.timeout_s, retries=cfg.retries, min_prefill_tok_s=cfg.min_prefill_tok_s,
+                   min_decode_tok_s=cfg.min_decode_tok_s)
 
     def __repr__(self) -> str:  # never the key
         return (f"OpenAIBackend(base_url={self.base_url!r}, model={self.model!r}, "
-                f"api_key_env={self.api_key_env!r}, timeout_s={self.timeout_s}, retries={self.retries})")
+                f"api_key_env={self.api_key_env!r}, deadline={self.deadline}, retries={self.retries})")
 
     __str__ = __repr__
 
     # --- protocol ---------------------------------------------------------------------------------------
     def generate(self, conversations: Sequence[Conversation], sampling: SamplingConfig) -> list[list[Completion]]:
-        """One request per conversation, sent concurrently so the server can batch them."""
+        """One request per conversation, sent concurrently so the server can batch them.
+
+        Every request may take the whole batch's deadline (a server may queue them one after another);
+        the batch returns or raises within its wall-clock bound either way.
+        """
         if not conversations:
             return []
         if self._closed:
             raise LLMError(f"OpenAIBackend for {self.base_url} (model {self.model!r}) is closed; build a new one")
-        futures = [self._pool.submit(self._one, list(conv), sampling) for conv in conversations]
-        return [f.result() for f in futures]
+        prompt_tokens = max(_estimate_tokens(conv) for conv in conversations)
+        rows = len(conversations) * (1 if sampling.temperature == 0 else sampling.n)
+        deadline_s = self.deadline.seconds(prompt_tokens, sampling.max_tokens, rows)
+        started = time.monotonic()
+        futures = [self._pool.submit(self._one, list(conv), sampling, deadline_s) for conv in conversations]
+        timeout = self._bounded(futures, started + (self.retries + 1) * deadline_s + self.retries * _MAX_BACKOFF_S)
+        if timeout is None:
+            return [f.result() for f in futures]
+        elapsed = time.monotonic() - started
+        if isinstance(timeout, LLMTimeout):  # the HTTP timeout fired inside the client
+            note = f" (the server did not answer in time on any of {self.retries + 1} tries)"
+        else:
+            note = (f" (the server accepted the request but never finished it; waited for {self.retries + 1} "
+                    f"tries and their back-off)")
+        raise self.deadline.error(f"OpenAI-compatible server at {self.base_url} (model {self.model!r})",
+                                  prompt_tokens, sampling.max_tokens, elapsed, rows, note=note)
+
+    @staticmethod
+    def _bounded(futures: list[Future[list[Completion]]], until: float) -> LLMTimeout | FutureTimeout | None:
+        """Wait for every future until ``until`` (monotonic); the timeout that stopped the wait, or None.
+        Errors other than timeouts propagate as they are."""
+        for future in futures:
+            try:
+                future.result(timeout=max(until - time.monotonic(), 0.0))
+            except LLMTimeout as e:
+                return e
+            except FutureTimeout as e:
+                for other in futures:
+                    other.cancel()
+                return e
+        return None
 
     def count_tokens(self, conversation: Conversation) -> int:
         if self._tokenize_url is not None:
             count = self._server_count(list(conversation))
             if count is not None:
                 return count
-        chars = sum(len(m.get("content") or "") for m in conversation)
-        return math.ceil(chars / _CHARS_PER_TOKEN) + _TOKENS_PER_MESSAGE * len(conversation) + 1
+        return _estimate_tokens(conversation)
 
     def close(self) -> None:
         self._closed = True
@@ -130,7 +174,7 @@ class OpenAIBackend:
             time.sleep(poll_s)
 
     # --- internals --------------------------------------------------------------------------------------
-    def _one(self, messages: list[dict[str, str]], sampling: SamplingConfig) -> list[Completion]:
+    def _one(self, messages: list[dict[str, str]], sampling: SamplingConfig, deadline_s: float) -> list[Completion]:
         greedy = sampling.temperature == 0
         n = 1 if greedy else sampling.n  # vLLM refuses n > 1 when greedy; greedy samples are all equal
         request: dict[str, Any] = {
@@ -158,7 +202,7 @@ class OpenAIBackend:
                   sampling.max_tokens)
         failure: LLMError | None = None
         try:
-            response = self._client.chat.completions.create(**request)
+            response = self._client.chat.completions.create(**request, timeout=deadline_s)
         except Exception as e:  # noqa: BLE001 - mapped below, outside this block (no chained request/headers)
             failure = self._map_error(e)
         if failure is not None:
@@ -170,9 +214,8 @@ class OpenAIBackend:
         import openai
 
         where = f"OpenAI-compatible server at {self.base_url} (model {self.model!r})"
-        if isinstance(e, openai.APITimeoutError):
-            return LLMTimeout(f"{where} did not answer within timeout_s={self.timeout_s} s after "
-                              f"{self.retries} retries; raise `timeout_s` or check the server's load")
+        if isinstance(e, openai.APITimeoutError):  # generate() words it with the deadline's terms
+            return LLMTimeout(f"{where} did not answer within the deadline after {self.retries} retries")
         if isinstance(e, openai.APIConnectionError):
             return LLMError(f"cannot reach {where}: {_cause(e)}; is the server running and `base_url` right?")
         if isinstance(e, openai.NotFoundError):
@@ -196,7 +239,7 @@ class OpenAIBackend:
         import openai
 
         try:
-            data = self._client.with_options(timeout=min(10.0, self.timeout_s), max_retries=0).post(
+            data = self._client.with_options(timeout=min(10.0, self.deadline.timeout_s), max_retries=0).post(
                 self._tokenize_url, cast_to=object,
                 body={"model": self.model, "messages": messages, "add_generation_prompt": True})
             return int(data["count"])
@@ -231,6 +274,12 @@ def _completions(response: Any, n: int) -> list[Completion]:
             completion_tokens=completion_tokens,
         ))
     return out
+
+
+def _estimate_tokens(conversation: Conversation) -> int:
+    """~4 characters a token plus a few per message: prices a request without asking the server."""
+    chars = sum(len(m.get("content") or "") for m in conversation)
+    return math.ceil(chars / _CHARS_PER_TOKEN) + _TOKENS_PER_MESSAGE * len(conversation) + 1
 
 
 def _server_root(base_url: str) -> str:

@@ -6,8 +6,10 @@ down and reaps them, so a closed backend leaves no processes or KV cache behind.
 module defaults to 1 (vLLM's own default takes a large share of RAM); set it before building a backend
 to change it. See :func:`cpu_engine_env` for the other defaults.
 
-In-process generation is not interruptible: ``generate`` is bounded by ``max_tokens`` and
-``max_context``, not by a wall-clock timeout.
+``generate`` runs vLLM's engine loop itself (``enqueue_chat``, then ``step`` until done, as ``LLM.chat``
+does) so that it can check the call's deadline (:mod:`dreamer_gym.llm.deadline`) between engine steps;
+past it, the batch's requests are aborted (the engine stays usable) and ``LLMTimeout`` is raised. One
+step (a prefill chunk or one token for the whole batch) is not interruptible.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import logging
 import os
 import re
 import socket
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Self
@@ -25,6 +28,7 @@ from urllib.parse import urlparse
 from dreamer_gym.errors import ConfigError, DreamerGymError, LLMError
 from dreamer_gym.llm.base import Completion, Conversation, SamplingConfig
 from dreamer_gym.llm.config import LLMConfig
+from dreamer_gym.llm.deadline import Deadline
 from dreamer_gym.llm.models import SMOLLM2_ALIAS, resolve_model
 
 log = logging.getLogger(__name__)
@@ -115,9 +119,11 @@ class VLLMBackend:
         seed: int = 0,
         engine_kwargs: dict[str, Any] | None = None,
         shutdown_timeout_s: float = 5.0,
+        deadline: Deadline | None = None,
     ) -> None:
         self.model = check_model_available(resolve_model(model))
         self.max_context = max_context
+        self.deadline = deadline or Deadline()
         self.shutdown_timeout_s = shutdown_timeout_s
         for key, value in cpu_engine_env().items():  # read when the engine starts
             os.environ.setdefault(key, value)
@@ -150,7 +156,8 @@ class VLLMBackend:
 
     @classmethod
     def from_config(cls, cfg: LLMConfig) -> VLLMBackend:
-        return cls(cfg.model, max_context=cfg.max_context, dtype=cfg.dtype, engine_kwargs=dict(cfg.engine_kwargs))
+        return cls(cfg.model, max_context=cfg.max_context, dtype=cfg.dtype, engine_kwargs=dict(cfg.engine_kwargs),
+                   deadline=cfg.deadline())
 
     def __repr__(self) -> str:
         return f"VLLMBackend(model={self.model!r}, max_context={self.max_context}, closed={getattr(self, '_llm', None) is None})"
@@ -162,8 +169,15 @@ class VLLMBackend:
         llm = self._require_open()
         greedy = sampling.temperature == 0
         params = self._sampling_params(sampling, n=1 if greedy else sampling.n)
+        prompt_tokens = max(self.count_tokens(c) for c in conversations)
+        rows = len(conversations) * (1 if greedy else sampling.n)
+        started = time.monotonic()
         try:
-            outputs = llm.chat([list(c) for c in conversations], params, use_tqdm=False)
+            ids = llm.enqueue_chat([list(c) for c in conversations], params, use_tqdm=False)
+            outputs = _run_engine_until(llm, ids, started + self.deadline.seconds(prompt_tokens, sampling.max_tokens, rows))
+            if outputs is None:
+                raise self.deadline.error(f"in-process vLLM model {self.model!r}", prompt_tokens, sampling.max_tokens,
+                                          time.monotonic() - started, rows, note=" (its requests were aborted)")
         except DreamerGymError:
             raise
         except Exception as e:  # e.g. a prompt longer than max_model_len
@@ -246,6 +260,20 @@ class VLLMBackend:
             prompt_tokens=prompt_tokens,
             completion_tokens=len(out.token_ids),
         )
+
+
+def _run_engine_until(llm: Any, request_ids: list[str], until: float) -> list[Any] | None:
+    """``LLM.chat``'s engine loop (vLLM's ``_run_engine``) with a deadline: the finished outputs in request
+    order, or None (after aborting ``request_ids``, the internal ids ``enqueue_chat`` returned) once
+    ``time.monotonic()`` passes ``until``."""
+    engine = llm.llm_engine
+    finished: list[Any] = []
+    while engine.has_unfinished_requests():
+        if time.monotonic() > until:
+            engine.abort_request(list(request_ids), internal=True)
+            return None
+        finished.extend(out for out in engine.step() if out.finished)
+    return sorted(finished, key=lambda out: int(out.request_id))  # outputs carry the external (counter) id
 
 
 def _children() -> list[Any]:

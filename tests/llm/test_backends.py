@@ -11,8 +11,9 @@ import time
 import jsonschema
 import pytest
 
-from dreamer_gym.errors import LLMError
+from dreamer_gym.errors import LLMError, LLMTimeout
 from dreamer_gym.llm import LLMBackend, SamplingConfig
+from dreamer_gym.llm.deadline import Deadline
 
 from llm_helpers import HeavyEngines, alive, descendants
 
@@ -70,6 +71,22 @@ def test_max_tokens_gives_length(backend: LLMBackend) -> None:
     assert out.finish_reason == "length"
     assert out.completion_tokens == 5
     assert out.text
+
+
+def test_a_missed_deadline_stops_the_generation_and_says_why(backend: LLMBackend,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 0.05 s deadline on a story of up to 1,000 tokens (75 s idle): the backend stops at the deadline
+    (transformers' max_time, vLLM's aborted requests, the server's HTTP timeout), not after the story,
+    raises LLMTimeout naming the work and the deadline, and still answers the next call."""
+    monkeypatch.setattr(backend, "deadline", Deadline(timeout_s=0.05, min_prefill_tok_s=1e6, min_decode_tok_s=1e6))
+    start = time.monotonic()
+    with pytest.raises(LLMTimeout, match=r"up to 1000 tokens after a \d+-token prompt took [\d.]+ s .*"
+                                         r"deadline 0\.1 s = timeout_s 0\.05 \+ .*min_decode_tok_s") as info:
+        backend.generate([STORY], SamplingConfig(max_tokens=1000))
+    assert time.monotonic() - start < 30  # a prompt and a token or two: seconds even on a loaded machine
+    assert "raise `timeout_s`" in str(info.value)
+    monkeypatch.undo()
+    assert backend.generate([HELLO], SamplingConfig(max_tokens=8))[0][0].text  # still usable
 
 
 def test_logprobs_of_sampled_tokens(backend: LLMBackend) -> None:

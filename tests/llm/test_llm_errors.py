@@ -1,5 +1,6 @@
-"""Failures are fast, typed and named: unreachable server, a server that never answers, an unknown
-model (on the real vLLM server), a missing model folder, and an API key that never leaks.
+"""Failures are fast, typed and named: unreachable server, a server that never answers (or trickles bytes
+forever), an unknown model (on the real vLLM server), a missing model folder, and an API key that never
+leaks. A hung server fails within its deadline, and the deadline follows the work asked.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 
 from dreamer_gym.errors import ConfigError, LLMError, LLMTimeout
 from dreamer_gym.llm import LLMConfig, SamplingConfig, make_backend
+from dreamer_gym.llm.deadline import Deadline
 from dreamer_gym.llm.openai_backend import OpenAIBackend
 from dreamer_gym.llm.server import VLLMServer, free_port
 from dreamer_gym.llm.vllm_backend import VLLMBackend
@@ -25,6 +27,7 @@ from llm_helpers import SERVED_NAME, HeavyEngines, alive
 HELLO = [{"role": "user", "content": "Say hello."}]
 SECRET = "sk-test-DO-NOT-LEAK-4b1d9c7e2f"
 KEY_ENV = "DREAMER_TEST_SECRET_KEY"
+INSTANT = {"min_prefill_tok_s": 1e6, "min_decode_tok_s": 1e6}  # deadline = timeout_s, for the hung-server tests
 
 
 @pytest.fixture
@@ -53,6 +56,41 @@ def silent_server() -> Iterator[str]:
     sock.close()
 
 
+@pytest.fixture
+def trickle_server() -> Iterator[str]:
+    """An HTTP server that answers 200 with a chunked body and sends one space every 0.2 s, never
+    finishing: an HTTP read timeout never fires on it. Yields its base_url."""
+    sock = socket.create_server(("127.0.0.1", 0))
+    sock.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve(conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.recv(65536)  # the request (headers and a small JSON body)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             b"Transfer-Encoding: chunked\r\n\r\n")
+                while not stop.wait(0.2):
+                    conn.sendall(b"1\r\n \r\n")
+            except OSError:  # the client gave up and closed the connection
+                return
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                continue
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    stop.set()
+    thread.join(timeout=2)
+    sock.close()
+
+
 # --- openai backend: no server, a silent server --------------------------------------------------------
 @pytest.mark.timeout(30)
 def test_unreachable_server_is_llm_error_fast() -> None:
@@ -71,28 +109,68 @@ def test_unreachable_server_is_llm_error_fast() -> None:
 
 @pytest.mark.timeout(30)
 def test_silent_server_times_out(silent_server: str) -> None:
-    backend = OpenAIBackend(silent_server, "m", timeout_s=1.0, retries=0)
+    backend = OpenAIBackend(silent_server, "m", timeout_s=1.0, retries=0, **INSTANT)
     start = time.monotonic()
-    with pytest.raises(LLMTimeout, match="timeout_s"):
+    with pytest.raises(LLMTimeout, match=r"up to 64 tokens after a \d+-token prompt took [\d.]+ s .*deadline 1\.0 s "
+                                         r"= timeout_s 1 \+ .*; raise `timeout_s`"):
         backend.generate([HELLO], SamplingConfig())
-    assert time.monotonic() - start < 1.0 + 3.0
+    assert time.monotonic() - start < 1.0 + 10.0  # generous: holds on a busy machine
     backend.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_server_that_never_finishes_its_answer_is_cut_by_the_wall_clock(trickle_server: str) -> None:
+    """Bytes every 0.2 s keep an HTTP read timeout from firing; the wait on the batch still ends."""
+    backend = OpenAIBackend(trickle_server, "m", timeout_s=1.0, retries=0, **INSTANT)
+    start = time.monotonic()
+    with pytest.raises(LLMTimeout, match=r"deadline 1\.0 s .*never finished it"):
+        backend.generate([HELLO], SamplingConfig())
+    assert time.monotonic() - start < 1.0 + 10.0
+    backend.close()
+
+
+@pytest.mark.timeout(60)
+def test_the_deadline_follows_the_work_asked(silent_server: str) -> None:
+    """Against a server that never answers, a call waits exactly its deadline: 0.5 s + max_tokens / 10
+    tok/s, so 5 tokens give up after ~1 s and 25 tokens after ~3 s (timers never fire early)."""
+    backend = OpenAIBackend(silent_server, "m", timeout_s=0.5, retries=0, min_prefill_tok_s=1e6, min_decode_tok_s=10)
+    waited = {}
+    for max_tokens in (5, 25):
+        start = time.monotonic()
+        with pytest.raises(LLMTimeout, match=f"up to {max_tokens} tokens .*{max_tokens} max_tokens / min_decode_tok_s 10"):
+            backend.generate([HELLO], SamplingConfig(max_tokens=max_tokens))
+        waited[max_tokens] = time.monotonic() - start
+    assert 1.0 <= waited[5] < waited[25] and waited[25] >= 3.0, waited
+    assert waited[25] < 3.0 + 10.0, waited
+    backend.close()
+
+
+def test_deadline_terms_and_config_fields() -> None:
+    deadline = LLMConfig(timeout_s=10, min_prefill_tok_s=100, min_decode_tok_s=2).deadline()
+    assert deadline.seconds(prompt_tokens=1000, max_tokens=40) == 10 + 1000 / 100 + 40 / 2
+    assert deadline.seconds(1000, 40, rows=3) == 10 + 3 * (10 + 20)  # each sequence counted as if run alone
+    assert "deadline 40.0 s = timeout_s 10 + (1000 prompt tokens / min_prefill_tok_s 100" in deadline.explain(1000, 40)
+    assert LLMConfig.coerce({"timeout_s": 120, "retries": 1}).deadline() == Deadline(120, 10.0, 1.0)  # old YAML loads
+    for name in ("timeout_s", "min_prefill_tok_s", "min_decode_tok_s"):
+        assert "help" in LLMConfig.__dataclass_fields__[name].metadata
+        with pytest.raises(ConfigError, match=f"Expected `{name}` to be a positive number, got 0"):
+            LLMConfig(**{name: 0})
 
 
 @pytest.mark.timeout(30)
 def test_retries_are_honoured(silent_server: str) -> None:
-    backend = OpenAIBackend(silent_server, "m", timeout_s=1.0, retries=1)
+    backend = OpenAIBackend(silent_server, "m", timeout_s=1.0, retries=1, **INSTANT)
     start = time.monotonic()
-    with pytest.raises(LLMTimeout):
+    with pytest.raises(LLMTimeout, match="any of 2 tries"):
         backend.generate([HELLO], SamplingConfig())
     elapsed = time.monotonic() - start
-    assert 2.0 <= elapsed < 2.0 + 5.0  # two attempts of 1 s each, plus the client's backoff
+    assert 2.0 <= elapsed < 2.0 + 10.0  # two attempts of 1 s each, plus the client's backoff
     backend.close()
 
 
 @pytest.mark.timeout(30)
 def test_wait_until_ready_times_out(silent_server: str) -> None:
-    backend = OpenAIBackend(silent_server, "m", timeout_s=1.0, retries=0)
+    backend = OpenAIBackend(silent_server, "m", timeout_s=1.0, retries=0, **INSTANT)
     start = time.monotonic()
     with pytest.raises(LLMTimeout, match="not ready"):
         backend.wait_until_ready(timeout_s=1.5, poll_s=0.1)
