@@ -6,6 +6,7 @@ one are session- or module-scoped and shared.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import gymnasium as gym
@@ -16,6 +17,11 @@ from dreamer_gym.envs.tracks import LATEST_IDS, REGISTERED
 from dreamer_gym.pool import BankPool, load_pool
 
 from helpers import make_env
+
+# before any test module imports torch (nothing above does): spinning OpenMP waits make CPU generation ~9x
+# slower on a busy machine (docs/llm.md, "Measured rates"); the transformers backend can only set this
+# when torch comes after it
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # ScienceWorld ids rewarded by the memory-following agent, at their latest version: the generic env tests
 # (written against the ScienceWorld pool) run on these. A superseded version (-v0) differs only in the tool
