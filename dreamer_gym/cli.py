@@ -52,7 +52,7 @@ from dreamer_gym.llm.config import LLMConfig
 # ConsolidationConfig fields that are not flags: what an env id freezes, and what is not command-line material
 # what --env and --reward-agent pick (the id's identity), and what is not command-line material
 IDENTITY_FIELDS: tuple[str, ...] = ("suite", "pool", "pool_hash", "split", "reward_agent")
-ENV_SKIP: tuple[str, ...] = (*IDENTITY_FIELDS, "llm", "store_path")
+ENV_SKIP: tuple[str, ...] = (*IDENTITY_FIELDS, "llm", "store_path", "progress")  # progress: from --quiet
 # ... and those the validity study sets itself (its own episodes, none of other families, its workers)
 VALIDITY_ENV_SKIP: tuple[str, ...] = (*ENV_SKIP, "eval_in_family", "eval_other", "workers")
 VALIDITY_SKIP: tuple[str, ...] = ("env_id", "families", "env_kwargs")  # ValidityConfig: --env, --families
@@ -219,7 +219,8 @@ def _run(args: argparse.Namespace, names: list[str], env_id: str | None = None,
     from dreamer_gym.consolidators import run_episode
     from dreamer_gym.errors import EvaluationFailed, LLMError
 
-    env = _make_env(env_id or _env_id(args), _env_kwargs(args))
+    # a commit that runs past a few seconds shows its evaluation episodes, unless --quiet
+    env = _make_env(env_id or _env_id(args), {**_env_kwargs(args), "progress": not args.quiet})
     config: ConsolidationConfig = env.unwrapped.config
     results: dict[str, list[dict[str, object]]] = {}
     policies: dict[str, object] = {}

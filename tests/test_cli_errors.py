@@ -226,5 +226,5 @@ def test_train_oplevel_runs_from_a_shipped_recipe_made_small_by_flags(tmp_path: 
     assert proc.returncode == 0, proc.stderr[-3000:]
     saved = yaml.safe_load((out / "config.yaml").read_text())
     assert (saved["steps"], saved["group_size"], saved["region_seeds"]) == (1, 2, [0])
-    assert saved["hidden"] == 64 and saved["env_id"] == "MemoryConsolidation-ScienceWorld-v0"  # from the recipe
+    assert saved["hidden"] == 64 and saved["env_id"] == "MemoryConsolidation-ScienceWorld-v1"  # from the recipe
     assert (out / "checkpoint-1").is_dir() and "step 1: reward" in proc.stdout

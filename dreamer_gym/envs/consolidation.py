@@ -32,7 +32,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
     """One episode = one consolidation of one region; the contract is docs/env.md.
 
     Example:
-        >>> env = gym.make("MemoryConsolidation-ScienceWorld-v0")
+        >>> env = gym.make("MemoryConsolidation-ScienceWorld-v1")
         >>> obs, info = env.reset(seed=0, options={"family": "grow-plant"})
         >>> obs, reward, terminated, truncated, info = env.step('{"tool": "commit"}')
 
@@ -155,7 +155,8 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         if not self.store.has_bank(bank.hash):  # first use of this bank: store it with its evidence
             self.store.put_trajectories(pool.trajectories.values())
             self.store.put_bank(bank, meta={"pool": pool.hash, "index": bank_index})
-        self._ws = Workspace(bank, region, pool.trajectories, family, self.config.max_emitted, self.config.max_entry_tokens)
+        self._ws = Workspace(bank, region, pool.trajectories, family, self.config.max_emitted, self.config.max_entry_tokens,
+                             contract=self.config.tool_contract)
         self._view = RegionView(region.name, list(self._ws.entries.values()), self.region_chars)
         self._region_dicts = [entry_dict(e) for e in self._ws.entries.values()]
         self._bank_index = bank_index

@@ -11,7 +11,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from dreamer_gym.envs.toolspec import LATEST_CONTRACT, MAX_PROVENANCE, SPECS, argument_error, check_contract, prompt_lines
+from dreamer_gym.envs.toolspec import LATEST_CONTRACT, MAX_PROVENANCE, SPECS, V0_PROVENANCE_SEEN, argument_error, check_contract, prompt_lines
 from dreamer_gym.memory import BM25Retriever, MemoryBank, MemoryEntry, Provenance, Trajectory, count_tokens
 from dreamer_gym.memory.regions import Region
 
@@ -79,6 +79,7 @@ class Workspace:
     max_emitted: int
     max_entry_tokens: int
     emitted: list[MemoryEntry] = field(default_factory=list)
+    contract: int = LATEST_CONTRACT  # the tool contract the calls were checked against (how provenance is read)
 
     def __post_init__(self) -> None:
         self.entries: dict[str, MemoryEntry] = {i: self.bank.get(i) for i in self.region.entry_ids}  # type: ignore[misc]
@@ -139,7 +140,8 @@ class Workspace:
 
     def _provenance(self, raw: list[Any]) -> tuple[Provenance, ...]:
         out: list[Provenance] = []
-        for item in raw[:MAX_PROVENANCE]:  # contract 1 refuses more; contract 0 ignored the rest
+        seen = V0_PROVENANCE_SEEN if self.contract == 0 else MAX_PROVENANCE  # contract 1 refuses more
+        for item in raw[:seen]:  # contract 0 ignored the items past its 32
             if isinstance(item, str):
                 if item not in self.entries:
                     raise ToolError(f"provenance {item[:40]!r} is not an entry of this region")

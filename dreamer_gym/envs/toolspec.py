@@ -34,7 +34,11 @@ if TYPE_CHECKING:
 CONTRACTS: tuple[int, ...] = (0, 1)
 LATEST_CONTRACT = 1
 MAX_K = 20  # search: the most hits one call returns (contract 1; contract 0 allowed 50)
-MAX_PROVENANCE = 32  # emit: provenance items (contract 1 refuses more; contract 0 ignored those past 32)
+# emit: provenance items. Contract 1 checks every item and refuses more than MAX_PROVENANCE, far above any region
+# (max_region_entries is 50 on the ids), so merging a whole region into one entry is a valid call; contract 0
+# looked at the first V0_PROVENANCE_SEEN items and ignored the rest.
+MAX_PROVENANCE = 256
+V0_PROVENANCE_SEEN = 32
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,7 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         Arg("provenance", {"type": "array", "items": {"anyOf": [_ID, _RANGE]}, "minItems": 1, "maxItems": MAX_PROVENANCE},
             "region entry ids and/or ranges inside linked trajectories",
             '[ENTRY_ID or {"trajectory_id": ID, "start": S, "end": E}]', ids="entry",
-            v0={"type": "array", "minItems": 1, "prefixItems": [_PROVENANCE_ITEM_V0] * MAX_PROVENANCE}),
+            v0={"type": "array", "minItems": 1, "prefixItems": [_PROVENANCE_ITEM_V0] * V0_PROVENANCE_SEEN}),
     ), details="uses the emit budget"),
     ToolSpec("retract", "drop the N-th emitted or kept entry", (
         Arg("index", _INT0, "position in the new region", "N", v0={"type": "integer"}),

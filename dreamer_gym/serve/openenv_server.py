@@ -5,7 +5,7 @@ OpenEnv (``openenv-core``) is what TRL, SkyRL and verifiers speak to remote envi
 routes (``/reset``, ``/step``, ``/state``, ``/metadata``, ``/schema``, ``/health``). The app here is built by
 OpenEnv's own factory around :class:`ConsolidationEnvironment`, so any OpenEnv client can train on an id::
 
-    python -m dreamer_gym.serve.openenv_server MemoryConsolidation-ScienceWorld-v0 --port 8000
+    python -m dreamer_gym.serve.openenv_server MemoryConsolidation-ScienceWorld-v1 --port 8000
 
     from dreamer_gym.serve.openenv_server import ConsolidationEnvClient
     with ConsolidationEnvClient(base_url="http://127.0.0.1:8000").sync() as env:
@@ -385,7 +385,7 @@ def serve(env_id: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, ma
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``dreamer-gym serve`` (shared by this module's own ``main``)."""
-    parser.add_argument("env_id", metavar="ENV_ID", help="a registered id, e.g. MemoryConsolidation-ScienceWorld-v0")
+    parser.add_argument("env_id", metavar="ENV_ID", help="a registered id, e.g. MemoryConsolidation-ScienceWorld-v1")
     parser.add_argument("--host", default=DEFAULT_HOST, help=f"interface to bind (default {DEFAULT_HOST})")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to bind (default {DEFAULT_PORT})")
     parser.add_argument("--max-sessions", type=int, default=1,

@@ -1,4 +1,4 @@
-"""The GRPO run's configuration: one dataclass is the schema (``baselines/configs/grpo-*.yaml`` fill it)."""
+"""The GRPO run's configuration: one dataclass is the schema (``dreamer_gym/data/configs/grpo-*.yaml`` fill it)."""
 from __future__ import annotations
 
 import dataclasses
@@ -19,7 +19,7 @@ class GRPOConfig:
     """What a GRPO run on a ``MemoryConsolidation-*`` id does. The env's reward fields stay the id's (frozen);
     ``env_overrides`` is for tests and cheap experiments (its commits say ``comparable: False``)."""
 
-    env_id: str = field(default="MemoryConsolidation-ScienceWorld-v0", metadata={"help": "the env id trained on"})
+    env_id: str = field(default="MemoryConsolidation-ScienceWorld-v1", metadata={"help": "the env id trained on"})
     env_overrides: dict[str, Any] = field(default_factory=dict, metadata={
         "help": "ConsolidationEnv.experiment overrides (not the id: its rewards are not comparable)"})
     families: tuple[str, ...] = field(default=(), metadata={"help": "train on these families only (empty = all)"})

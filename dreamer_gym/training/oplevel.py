@@ -42,7 +42,7 @@ def consensus_ops(kinds: list[str]) -> np.ndarray:
 class RegionRunConfig:
     """What every op-level run names: the id, its overrides, the training regions, the seed and the output."""
 
-    env_id: str = field(default="MemoryConsolidation-ScienceWorld-v0", metadata={"help": "the env id trained on"})
+    env_id: str = field(default="MemoryConsolidation-ScienceWorld-v1", metadata={"help": "the env id trained on"})
     env_overrides: dict[str, Any] = field(default_factory=dict, metadata={
         "help": "ConsolidationEnv.experiment overrides (not the id: its rewards are not comparable)"})
     region_seeds: tuple[int, ...] = field(default=tuple(range(24)), metadata={
@@ -82,7 +82,7 @@ class RegionRunConfig:
 
 @dataclass(frozen=True)
 class OpLevelConfig(RegionRunConfig):
-    """One op-level run; YAML files in ``baselines/configs/oplevel-*.yaml`` hold these fields."""
+    """One op-level run; YAML files in ``dreamer_gym/data/configs/oplevel-*.yaml`` hold these fields."""
 
     steps: int = field(default=12, metadata={"help": "updates (each one batch of regions_per_step groups)"})
     regions_per_step: int = field(default=4, metadata={"help": "regions (groups) per step"})

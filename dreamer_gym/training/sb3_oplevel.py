@@ -25,7 +25,7 @@ MODEL_FILE = "maskable_ppo.zip"
 
 @dataclass(frozen=True)
 class SB3Config(RegionRunConfig):
-    """One MaskablePPO run; ``baselines/configs/sb3-*.yaml`` hold these fields."""
+    """One MaskablePPO run; ``dreamer_gym/data/configs/sb3-*.yaml`` hold these fields."""
 
     total_timesteps: int = field(default=96, metadata={"help": "commits to train on (one op-level step each)"})
     n_steps: int = field(default=16, metadata={"help": "commits per env between updates"})

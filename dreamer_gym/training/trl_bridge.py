@@ -4,7 +4,7 @@ commit per batch), TRL does the rest (advantages, loss, optimizer, logging, chec
 
 Example::
 
-    rollout_func = make_rollout_func("MemoryConsolidation-ScienceWorld-v0", max_turns=6)
+    rollout_func = make_rollout_func("MemoryConsolidation-ScienceWorld-v1", max_turns=6)
     trainer = GRPOTrainer(model, reward_funcs=[env_reward], train_dataset=make_dataset(1000, seed=0),
                           args=GRPOConfig(num_generations=8, ...), rollout_func=rollout_func, peft_config=...)
     trainer.train()

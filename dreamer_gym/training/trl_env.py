@@ -14,7 +14,7 @@ every other public function of the class becomes a tool, its JSON schema read by
 
 Example::
 
-    factory = make_environment_factory("MemoryConsolidation-ScienceWorld-v0")
+    factory = make_environment_factory("MemoryConsolidation-ScienceWorld-v1")
     trainer = GRPOTrainer(model, reward_funcs=[commit_reward], environment_factory=factory, ...)
     trainer.train()
     factory.close()
@@ -36,7 +36,7 @@ from dreamer_gym.training.learning_signal import check_batch
 
 log = logging.getLogger(__name__)
 
-DEFAULT_ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
+DEFAULT_ENV_ID = "MemoryConsolidation-ScienceWorld-v1"
 EPISODE_OVER = "ERROR: the episode is over (committed); no more tool calls count. Stop calling tools."
 NO_EPISODE = "ERROR: no episode: reset() was not called."
 _COMMIT = json.dumps({"tool": "commit"})
@@ -151,7 +151,7 @@ class ConsolidationToolEnv:
 
         Args:
             query: The words to search for.
-            k: How many entries to return, 1 to 50.
+            k: How many entries to return, 1 to 20.
         """
         return self._call("search", query=query, k=k)
 

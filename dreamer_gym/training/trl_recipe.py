@@ -25,10 +25,10 @@ tools path. Whether the model *uses* the tools well is another matter: a model n
 emits a parseable call, so its rollouts end at once and :func:`.trl_env.commit_reward` commits the region as it is
 (reward 0 but for invalid-call penalties; the batch's check warns that no call was valid).
 
-The recipe (``baselines/configs/grpo-trl-*.yaml``)::
+The recipe (``dreamer_gym/data/configs/grpo-trl-*.yaml``)::
 
     path: tools                      # tools | text
-    env: {env_id: MemoryConsolidation-ScienceWorld-v0, overrides: {}}   # text also: max_turns, preview_words, grammar
+    env: {env_id: MemoryConsolidation-ScienceWorld-v1, overrides: {}}   # text also: max_turns, preview_words, grammar
     model: {name: Qwen/Qwen2.5-1.5B-Instruct, chat_template: qwen2_5}  # name: hub id, folder or smollm2-135m
     lora: {r: 16, alpha: 32, dropout: 0.0, target_modules: [q_proj, k_proj, v_proj, o_proj]}   # r: 0 = no peft
     dataset: {n: 1000, seed: 0, families: []}
@@ -59,7 +59,7 @@ import yaml
 from dreamer_gym.errors import ConfigError
 
 PATHS = ("tools", "text")
-DEFAULT_ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
+DEFAULT_ENV_ID = "MemoryConsolidation-ScienceWorld-v1"
 TEXT_ONLY_ENV_KEYS = ("max_turns", "preview_words", "grammar")
 # the tools path's first messages; ConsolidationToolEnv.reset appends the region and the budget to the user message
 TOOLS_USER_MESSAGE = ("Consolidate the memory region below with the tools: inspect entries, keep the good ones, emit "
@@ -351,7 +351,7 @@ def build_trl_trainer(config: str | Path | Mapping[str, Any] | Recipe) -> tuple[
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dreamer_gym.training.trl_recipe",
                                      description="GRPO with TRL on a MemoryConsolidation-* id from one recipe YAML "
-                                                 "(baselines/configs/grpo-trl-*.yaml): train, then save the model.")
+                                                 "(dreamer_gym/data/configs/grpo-trl-*.yaml): train, then save the model.")
     parser.add_argument("config", type=Path, help="the recipe YAML")
     parser.add_argument("--check", action="store_true", help="validate the recipe and exit")
     parser.add_argument("--resume", action="store_true", help="resume from the last checkpoint in trl.output_dir")

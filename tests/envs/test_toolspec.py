@@ -138,6 +138,9 @@ CASES = [  # (call, accepted under contract 0, under contract 1)
     ({"tool": "search", "query": "x", "k": 20}, True, True),
     ({"tool": "emit", "kind": "fact", "text": "t", "provenance": [{"trajectory_id": "t1"}]}, True, False),
     ({"tool": "emit", "kind": "fact", "text": "t", "provenance": ["e1"] * 32 + [7]}, True, False),
+    # merging a whole 40-entry region into one entry (the op-level rules, the `ops` grammar) is valid in both
+    ({"tool": "emit", "kind": "fact", "text": "t", "provenance": ["e1"] * 40}, True, True),
+    ({"tool": "emit", "kind": "fact", "text": "t", "provenance": ["e1"] * 257}, True, False),
 ]
 
 

@@ -189,7 +189,7 @@ def test_ops_grammar_decides_one_op_per_group_in_order_then_plays_the_op_level_r
     from dreamer_gym.envs.consolidation import ConsolidationEnv
     from dreamer_gym.envs.oplevel import DROP, KEEP, MERGE, entry_classes, plan_calls
 
-    env = ConsolidationEnv.experiment("MemoryConsolidation-ScienceWorld-v0", **CHEAP)
+    env = ConsolidationEnv.experiment("MemoryConsolidation-ScienceWorld-v1", **CHEAP)
     try:
         _, info = env.reset(seed=4)
     finally:

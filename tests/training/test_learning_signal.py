@@ -21,7 +21,7 @@ from dreamer_gym.training.commands import CommandState
 from dreamer_gym.training.learning_signal import check_batch
 from dreamer_gym.training.trl_env import commit_reward, make_environment_factory
 
-ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
+ENV_ID = "MemoryConsolidation-ScienceWorld-v1"
 SIGNAL_LOGGER = "dreamer_gym.training.learning_signal"
 
 

@@ -18,7 +18,7 @@ from dreamer_gym.training.oplevel import OpLevelConfig, OpLevelTrainer, OpPolicy
 from helpers import make_env
 
 pytestmark = pytest.mark.jvm
-ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
+ENV_ID = "MemoryConsolidation-ScienceWorld-v1"
 
 
 def test_group_advantages_are_zero_for_a_flat_group_and_z_scores_otherwise() -> None:

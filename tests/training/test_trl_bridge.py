@@ -20,7 +20,7 @@ from dreamer_gym.training.trl_bridge import (
     parse_prompt,
 )
 
-ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
+ENV_ID = "MemoryConsolidation-ScienceWorld-v1"
 CHEAP = {"eval_in_family": 1, "eval_other": 1}
 
 

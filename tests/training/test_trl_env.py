@@ -27,7 +27,7 @@ from dreamer_gym.training.trl_env import (
 
 from helpers import assert_same, call, make_env
 
-ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
+ENV_ID = "MemoryConsolidation-ScienceWorld-v1"
 CHEAP = {"eval_in_family": 1, "eval_other": 0}
 SEED = 3
 ROW = {"prompt": [{"role": "user", "content": "Consolidate this memory region."}]}  # what TRL passes besides seed

@@ -26,7 +26,7 @@ from dreamer_gym.training.trl_recipe import (
     make_tool_dataset,
 )
 
-ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
+ENV_ID = "MemoryConsolidation-ScienceWorld-v1"
 CONFIGS = Path(__file__).parent.parent.parent / "dreamer_gym" / "data" / "configs"
 SCRIPTED_CALL = '<tool_call>\n{"name": "read_entry", "arguments": {"id": "no-such-entry"}}\n</tool_call><|im_end|>'
 
