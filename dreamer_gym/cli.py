@@ -453,7 +453,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         print(f"\nwrote {out / 'probe.json'}")
         return 0
     from dreamer_gym.training.grpo import GRPOTrainer
-    from dreamer_gym.training.logs import learning_summary, plot_curve
+    from dreamer_gym.training.logs import learning_summary
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
@@ -463,7 +463,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     finally:
         trainer.close()
     if (out / "log.jsonl").is_file():
-        print(f"curve: {plot_curve(out / 'log.jsonl', out / 'curve.png')}")
+        print(f"curve: {_curve(out, 'GRPO')}")
         print(learning_summary(out / "log.jsonl"))
     if records:
         last = records[-1]
@@ -472,11 +472,21 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _curve(out: Path, title: str) -> str:
+    """The learning curve's path, or why it was not drawn: a finished run never fails on its plot."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        return 'not drawn (matplotlib is not installed: pip install "dreamer-gym[plots]"); the log is in log.jsonl'
+    from dreamer_gym.training.logs import plot_curve
+
+    return str(plot_curve(out / "log.jsonl", out / "curve.png", title=title))
+
+
 def _train_oplevel(args: argparse.Namespace) -> int:
     """The op-level baseline (dreamer_gym/training/oplevel.py): a small torch policy over per-entry ops."""
     if args.probe or args.check or args.resume:
         raise ConfigError("--probe, --check and --resume are not for --algo oplevel; drop them")
-    from dreamer_gym.training.logs import plot_curve
     from dreamer_gym.training.oplevel import OpLevelConfig, OpLevelTrainer
 
     config: OpLevelConfig = _train_config(args, OpLevelConfig)  # type: ignore[assignment]
@@ -486,7 +496,7 @@ def _train_oplevel(args: argparse.Namespace) -> int:
     finally:
         trainer.close()
     out = Path(config.output_dir)
-    print(f"curve: {plot_curve(out / 'log.jsonl', out / 'curve.png', title='op-level')}")
+    print(f"curve: {_curve(out, 'op-level')}")
     if records:
         last = records[-1]
         print(f"step {last['step']}: reward {last['reward']:+.4f}, best in batch {last['reward_max']:+.4f}; "
