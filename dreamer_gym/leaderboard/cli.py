@@ -79,7 +79,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     out.write_text(dumps(data))
     for track, result in runs:
         print(f"{track.name}: score {result.summary['score']:+.4f}, tokens after {result.summary['tokens_after']:.0f}")
-        reasons = [e for record in result.ledger for e in record.get("episode_errors", ())]
+        reasons = [e for record in result.records for e in record.get("episode_errors", ())]
         if reasons:  # episodes that did not run: say which and why, under the line that counts them
             print(failure_summary(reasons, indent="  "))
     print(f"wrote {out}")

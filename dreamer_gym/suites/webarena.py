@@ -54,7 +54,7 @@ def check_webarena(environ: dict[str, str] | None = None) -> None:
             "WA_GITLAB=http://<host>:8023 WA_WIKIPEDIA=http://<host>:8888 WA_MAP=http://<host>:3000 "
             "WA_HOMEPAGE=http://<host>:4399, and install the `webarena` extra (browsergym-webarena; see "
             "docs/webarena.md). "
-            "On a machine without them, use MemoryConsolidation-MiniWoB-v0 for the web transfer suite."
+            "On a machine without them, use MemoryConsolidation-MiniWoB-v1 for the web transfer suite."
         )
 
 
