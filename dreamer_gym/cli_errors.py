@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 import gymnasium
 
 from dreamer_gym.errors import DreamerGymError, EvaluationFailed
+from dreamer_gym.llm.available import BACKEND_NEEDS
 from dreamer_gym.suites.spec import importable
 
 USAGE_ERROR = 2  # what argparse exits with on a bad argument: the same for every bad argument
@@ -31,9 +32,6 @@ EXTRA_OF: dict[str, str] = {
     **dict.fromkeys(("browsergym", "miniwob", "playwright"), "web"),
     "jsonschema": "leaderboard", "matplotlib": "plots",
 }
-# what each LLM backend imports (LLMConfig.backend)
-BACKEND_MODULES: dict[str, tuple[str, ...]] = {"transformers": ("torch", "transformers"), "vllm": ("vllm",),
-                                                "openai": ("openai",)}
 # what `train --algo X` imports: its trainer and its config
 TRAIN_MODULES: dict[str, tuple[str, ...]] = {
     "grpo": ("torch", "transformers", "peft"), "trl": ("torch", "transformers", "peft", "trl"),
@@ -81,10 +79,10 @@ def check_requirements(args: argparse.Namespace) -> None:
         names = (getattr(args, "consolidator", "") or getattr(args, "consolidators", "")).split(",")
         if "prompted" in names:
             backend = _backend(args, "consolidator")
-            require(BACKEND_MODULES.get(backend, ()), f"the prompted consolidator on the {backend} backend")
+            require(BACKEND_NEEDS.get(backend, ((), ""))[0], f"the prompted consolidator on the {backend} backend")
         if args.reward_agent == "llm":
             backend = _backend(args, "agent")
-            require(BACKEND_MODULES.get(backend, ()), f"the LLM reward agent on the {backend} backend")
+            require(BACKEND_NEEDS.get(backend, ((), ""))[0], f"the LLM reward agent on the {backend} backend")
 
 
 def _backend(args: argparse.Namespace, role: str) -> str:

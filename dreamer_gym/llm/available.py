@@ -6,12 +6,11 @@ otherwise every evaluation episode fails, one after another, and the failure onl
 """
 from __future__ import annotations
 
-import importlib.util
-
 from gymnasium.error import DependencyNotInstalled
 
 from dreamer_gym.llm.config import LLMConfig
 from dreamer_gym.llm.models import SMOLLM2_ALIAS, smollm2_cached
+from dreamer_gym.suites.spec import importable
 
 # backend -> (modules it imports, the extra that installs them)
 BACKEND_NEEDS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -23,13 +22,7 @@ BACKEND_NEEDS: dict[str, tuple[tuple[str, ...], str]] = {
 
 def missing_modules(modules: tuple[str, ...]) -> list[str]:
     """The top-level modules of ``modules`` that cannot be imported here (found without importing them)."""
-    def found(module: str) -> bool:
-        try:
-            return importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):  # a parent package missing or broken
-            return False
-
-    return [m for m in modules if not found(m)]
+    return [m for m in modules if not importable(m)]
 
 
 def check_llm_available(config: LLMConfig | dict | None) -> None:
