@@ -41,12 +41,12 @@ from dreamer_gym.cli_errors import (
     check_requirements,
     debug_requested,
     error_message,
-    failure_summary,
     require,
 )
 from dreamer_gym.envs.config import ConsolidationConfig
 from dreamer_gym.envs.frozen import REWARD_FIELDS
 from dreamer_gym.errors import ConfigError
+from dreamer_gym.evaluation.failures import failure_summary
 from dreamer_gym.llm.config import LLMConfig
 
 # ConsolidationConfig fields that are not flags: what an env id freezes, and what is not command-line material
@@ -659,8 +659,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="serve an env id as an OpenEnv environment server (docs/byo.md)",
                        description="Serve a registered env id as an OpenEnv environment server: TRL, SkyRL, verifiers "
                        "and any OpenEnv client train on it over a WebSocket (docs/byo.md).")
-    from dreamer_gym.serve.openenv_server import add_arguments as add_serve_arguments
-    from dreamer_gym.serve.openenv_server import run as run_server
+    from dreamer_gym.remote.openenv_server import add_arguments as add_serve_arguments
+    from dreamer_gym.remote.openenv_server import run as run_server
 
     add_serve_arguments(p)
     p.set_defaults(func=run_server)

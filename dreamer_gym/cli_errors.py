@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections import Counter
 from collections.abc import Iterable, Sequence
 
 import gymnasium
 
 from dreamer_gym.errors import DreamerGymError, EvaluationFailed
+from dreamer_gym.evaluation.failures import one_line
 from dreamer_gym.llm.available import BACKEND_NEEDS
 from dreamer_gym.suites.spec import importable
 
@@ -47,7 +47,7 @@ def debug_requested(argv: Sequence[str]) -> bool:
 def install_hint(extra: str) -> str:
     """The command that installs ``extra`` (OpenEnv's is the one docs/byo.md gives: it conflicts with our pins)."""
     if extra == "openenv":
-        from dreamer_gym.serve.openenv_server import INSTALL
+        from dreamer_gym.remote.openenv_server import INSTALL
 
         return INSTALL
     return f'pip install "dreamer-gym[{extra}]"'
@@ -134,14 +134,3 @@ def _missing_module(exc: BaseException) -> str | None:
             return seen.name.split(".")[0]
         seen = seen.__cause__
     return None
-
-
-def one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def failure_summary(reasons: Iterable[str], indent: str = "") -> str:
-    """Each distinct failure reason once, most frequent first, with its count: the lines under a table that
-    counts failures (``failed: 2 x LLMTimeout: generation took 135.9 s ...``). Empty when nothing failed."""
-    counts = Counter(one_line(r) for r in reasons)
-    return "\n".join(f"{indent}failed: {n} x {reason}" for reason, n in counts.most_common())

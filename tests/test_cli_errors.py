@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dreamer_gym.cli_errors import failure_summary
+from dreamer_gym.evaluation.failures import failure_summary
 
 MISSING = "/nonexistent/dreamer-gym"
 TYPO = "MemoryConsolidation-ScienceWorl-v0"

@@ -82,7 +82,7 @@ def server() -> Iterator[Server]:
 
 
 def connect(url: str, **kwargs: Any) -> Any:
-    from dreamer_gym.serve.openenv_server import ConsolidationEnvClient
+    from dreamer_gym.remote.openenv_server import ConsolidationEnvClient
 
     return ConsolidationEnvClient(base_url=url, message_timeout_s=kwargs.pop("message_timeout_s", 120), **kwargs).sync()
 
@@ -282,7 +282,7 @@ def test_bad_http_calls_are_answered_with_a_4xx_and_a_message(server: Server) ->
 def test_a_client_past_max_sessions_is_told_the_server_is_at_capacity(server: Server) -> None:
     """The module's server runs with --max-sessions 1: while one client holds the session, a second one's first
     call raises ServerAtCapacity (a ConnectionError) saying so, and the first client plays on."""
-    from dreamer_gym.serve.openenv_server import ServerAtCapacity
+    from dreamer_gym.remote.openenv_server import ServerAtCapacity
 
     with connect(server.url) as first:
         first.reset(seed=SEED, options=OPTIONS)

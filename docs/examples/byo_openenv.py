@@ -12,7 +12,7 @@ import time
 
 import requests
 
-from dreamer_gym.serve.openenv_server import ConsolidationEnvClient
+from dreamer_gym.remote.openenv_server import ConsolidationEnvClient
 
 with socket.socket() as probe:  # a free local port
     probe.bind(("127.0.0.1", 0))

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 
 from dreamer_gym.agents.base import AgentConfig, EpisodeResult
-from dreamer_gym.agents.retrieval import TaskRetriever
+from dreamer_gym.agents.task_retriever import TaskRetriever
 from dreamer_gym.llm import LLMBackend, SamplingConfig, make_backend
 from dreamer_gym.memory import MemoryEntry
 from dreamer_gym.memory.hashing import content_hash

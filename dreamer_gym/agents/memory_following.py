@@ -20,7 +20,7 @@ from dreamer_gym.agents.reading import (
     slots,
     steps_from_outcomes,
 )
-from dreamer_gym.agents.retrieval import TaskRetriever
+from dreamer_gym.agents.task_retriever import TaskRetriever
 from dreamer_gym.agents.slots import SlotContext, resolve_slot
 from dreamer_gym.agents.world import ROOMS, WorldModel, objects_in
 from dreamer_gym.memory import MemoryEntry

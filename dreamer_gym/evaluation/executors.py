@@ -98,7 +98,7 @@ def _in_process(spec: SuiteSpec, suite_kwargs: Mapping[str, Any], agent_config: 
 
 def _local_processes(spec: SuiteSpec, suite_kwargs: Mapping[str, Any], agent_config: AgentConfig, *,
                      workers: int, max_restarts: int, agent: DownstreamAgent | None, **options: Any) -> Executor:
-    from dreamer_gym.evaluation.process_pool import LocalProcessExecutor
+    from dreamer_gym.evaluation.process_executor import LocalProcessExecutor
 
     return LocalProcessExecutor(spec, suite_kwargs, agent_config, workers=workers, max_restarts=max_restarts)
 

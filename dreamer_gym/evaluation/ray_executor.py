@@ -33,7 +33,7 @@ from dreamer_gym.errors import ConfigError, SuiteError
 from dreamer_gym.evaluation.episodes import EvalTask
 from dreamer_gym.evaluation.executors import OnResult
 from dreamer_gym.evaluation.play import Simulator, play_guarded
-from dreamer_gym.evaluation.process_pool import worker_payload
+from dreamer_gym.evaluation.process_executor import worker_payload
 from dreamer_gym.suites import SuiteSpec, register_suite
 
 logger = logging.getLogger(__name__)

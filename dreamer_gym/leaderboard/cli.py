@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dreamer_gym.cli_errors import failure_summary
 from dreamer_gym.errors import ConfigError
+from dreamer_gym.evaluation.failures import failure_summary
 
 RESULTS_DIR = Path("leaderboards/results")
 SUBMISSIONS_DIR = Path("leaderboards/submissions")

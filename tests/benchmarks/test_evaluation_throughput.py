@@ -1,6 +1,6 @@
 """Evaluation throughput: Evaluator(workers=1) vs Evaluator(workers=2) on the same cold-cache episodes,
 and a cached re-evaluation. (``executor="auto"``: workers=0 plays in-process, workers>=1 is the local
-process pool, ``dreamer_gym/evaluation/process_pool.py``.)
+process pool, ``dreamer_gym/evaluation/process_executor.py``.)
 
 Targets: workers=2 is 1.8x workers=1 (floor 1.4x); a cached re-evaluation of the same bank on the same
 episodes takes < 5 ms.

@@ -102,7 +102,7 @@ class HeavyEngines:
             return Held(kind, VLLMBackend(str(self.folder), max_context=MAX_CONTEXT))
         if kind == "openai-server":
             from dreamer_gym.llm.openai_backend import OpenAIBackend
-            from dreamer_gym.llm.server import VLLMServer
+            from dreamer_gym.llm.vllm_server import VLLMServer
 
             server = VLLMServer(self.folder, SERVED_NAME, max_model_len=MAX_CONTEXT, startup_timeout_s=300).start()
             backend = OpenAIBackend(server.base_url, SERVED_NAME, max_context=MAX_CONTEXT, timeout_s=120, retries=0)

@@ -19,7 +19,7 @@ from dreamer_gym.errors import ConfigError, LLMError, LLMTimeout
 from dreamer_gym.llm import LLMConfig, SamplingConfig, make_backend
 from dreamer_gym.llm.deadline import Deadline
 from dreamer_gym.llm.openai_backend import OpenAIBackend
-from dreamer_gym.llm.server import VLLMServer, free_port
+from dreamer_gym.llm.vllm_server import VLLMServer, free_port
 from dreamer_gym.llm.vllm_backend import VLLMBackend
 
 from llm_helpers import SERVED_NAME, HeavyEngines, alive
