@@ -1,4 +1,5 @@
-"""Docs that cannot rot: every example under docs/examples runs."""
+"""Docs that cannot rot: every example under docs/examples runs, and the tables the pages quote are the recorded
+runs' own output (research/results/, outside the docs and the package)."""
 from __future__ import annotations
 
 import json
@@ -7,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES = sorted((Path(__file__).parent.parent / "docs" / "examples").glob("*.py"))
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "research" / "results"
+EXAMPLES = sorted((ROOT / "docs" / "examples").glob("*.py"))
 
 
 @pytest.mark.jvm
@@ -41,14 +44,11 @@ def test_prompts_page_quotes_every_prompt_file_verbatim() -> None:
 
 
 def test_llm_page_quotes_the_recorded_llm_study() -> None:
-    """The tables in docs/llm.md are what dreamer_gym.studies.llm_study computes from its recorded run."""
-    import json
+    """The tables in docs/llm.md are what research/llm_study.py computes from its recorded run."""
+    from research.llm_study import tables
 
-    from dreamer_gym.studies.llm_study import tables
-
-    root = Path(__file__).parent.parent / "docs"
-    summary = json.loads((root / "llm_study_summary.json").read_text())
-    page = (root / "llm.md").read_text()
+    summary = json.loads((RESULTS / "llm_study_summary.json").read_text())
+    page = (ROOT / "docs" / "llm.md").read_text()
     rendered = tables(summary["consolidator"], summary["agents"])
     assert rendered == summary["tables"]
     for block in rendered.split("\n\n"):
@@ -57,10 +57,10 @@ def test_llm_page_quotes_the_recorded_llm_study() -> None:
 
 @pytest.mark.parametrize("suite", ["alfworldgen", "miniwob"])
 def test_held_out_validity_pages_are_the_studys_own_output(suite: str) -> None:
-    """docs/validity-<suite>.md is what `dreamer-gym validity --env ...` wrote from the shipped summary."""
+    """research/results/validity/<suite>.md is what `dreamer-gym validity --env ...` wrote from its summary."""
     from dreamer_gym.studies.validity import ValidityConfig, to_markdown
 
-    root = Path(__file__).resolve().parents[1] / "docs" / "validity"
+    root = RESULTS / "validity"
     summary = json.loads((root / f"{suite}_summary.json").read_text())
     config = json.loads((root / f"{suite}_config.json").read_text())
     config = ValidityConfig(**{**config, "families": tuple(config["families"]) if config["families"] else None,
@@ -80,7 +80,7 @@ def test_suites_page_quotes_the_recorded_transfer_runs(record: str) -> None:
 
     docs = Path(__file__).parent.parent / "docs"
     page = (docs / "suites.md").read_text()
-    suites = json.loads((docs / record).read_text())["suites"]
+    suites = json.loads((RESULTS / record).read_text())["suites"]
     ran = {env_id: s["rows"] for env_id, s in suites.items() if "rows" in s}
     assert {"MemoryConsolidation-ScienceWorld-v0", "MemoryConsolidation-ALFWorldGen-v0"} <= set(ran)
     for env_id, rows in ran.items():
@@ -89,11 +89,11 @@ def test_suites_page_quotes_the_recorded_transfer_runs(record: str) -> None:
 
 def test_grpo_page_quotes_the_recorded_run_and_held_out_study() -> None:
     """docs/grpo.md's results are the recorded drop-grammar run's learning summary and the held-out study's
-    own numbers (docs/before-after/issue12/), not numbers typed by hand."""
+    own numbers (research/results/before-after/issue12/), not numbers typed by hand."""
     from dreamer_gym.training.logs import learning_summary
 
     docs = Path(__file__).parent.parent / "docs"
-    record = docs / "before-after" / "issue12"
+    record = RESULTS / "before-after" / "issue12"
     page = (docs / "grpo.md").read_text()
     assert learning_summary(record / "drop-grammar-log.jsonl") in page
     summary = json.loads((record / "sw-track" / "summary.json").read_text())
@@ -116,7 +116,7 @@ def test_grpo_page_quotes_the_ops_grammar_run_and_its_held_out_study() -> None:
     from dreamer_gym.training.logs import learning_summary
 
     docs = Path(__file__).parent.parent / "docs"
-    record = docs / "before-after" / "issue12"
+    record = RESULTS / "before-after" / "issue12"
     page = (docs / "grpo.md").read_text()
     assert learning_summary(record / "ops-grammar-log.jsonl") in page
     _quotes_study(page, json.loads((record / "sw-track-ops" / "summary.json").read_text()))
@@ -125,7 +125,7 @@ def test_grpo_page_quotes_the_ops_grammar_run_and_its_held_out_study() -> None:
 def test_byo_page_quotes_the_rule_choice_study() -> None:
     docs = Path(__file__).parent.parent / "docs"
     page = (docs / "byo.md").read_text()
-    summary = json.loads((docs / "before-after" / "issue13" / "rule-choice.json").read_text())["summary"]
+    summary = json.loads((RESULTS / "before-after" / "issue13" / "rule-choice.json").read_text())["summary"]
     for label, name in (("merge everything", "merge-all"), ("consensus (merge procedures, drop the rest)", "consensus"),
                         ("dedupe", "dedupe"), ("keep-all", "keep-all")):
         assert f"| {label} | {summary[name]['reward']:+.4f} | {summary[name]['tokens']:.0f} |" in page, name
@@ -137,7 +137,7 @@ def test_byo_page_quotes_the_recorded_ceiling() -> None:
     """docs/byo.md's ceiling table and its summary are the recorded search's own numbers."""
     docs = Path(__file__).parent.parent / "docs"
     page = (docs / "byo.md").read_text()
-    record = json.loads((docs / "before-after" / "issue13" / "ceiling.json").read_text())
+    record = json.loads((RESULTS / "before-after" / "issue13" / "ceiling.json").read_text())
     for row in record["regions"]:
         cells = (f"| {row['seed']} {row['family']} | {row['entries']} | {row['empty']:.1f} | {row['keep_all']:.1f} | "
                  f"{row['merge_procedures']:.1f} | {row['best']:.1f} | {row['oracle']:.1f} |")
@@ -148,11 +148,11 @@ def test_byo_page_quotes_the_recorded_ceiling() -> None:
 
 
 def test_byo_page_quotes_the_held_out_study() -> None:
-    """docs/byo.md's held-out table and paired CIs are the study's own numbers (docs/before-after/issue13/)."""
+    """docs/byo.md's held-out table and paired CIs are the study's own numbers (research/results/before-after/issue13/)."""
     docs = Path(__file__).parent.parent / "docs"
     page = (docs / "byo.md").read_text()
     for study in ("sw-track", "sw-track-warm", "sw-track-class"):
-        _quotes_study(page, json.loads((docs / "before-after" / "issue13" / study / "summary.json").read_text()))
+        _quotes_study(page, json.loads((RESULTS / "before-after" / "issue13" / study / "summary.json").read_text()))
 
 
 def _quotes_study(page: str, summary: dict) -> None:
@@ -169,7 +169,7 @@ def _quotes_study(page: str, summary: dict) -> None:
 
 def test_env_page_quotes_the_recorded_cooperation_study() -> None:
     root = Path(__file__).parent.parent
-    summary = json.loads((root / "docs" / "before-after" / "issue15" / "cooperation.json").read_text())["summary"]
+    summary = json.loads((RESULTS / "before-after" / "issue15" / "cooperation.json").read_text())["summary"]
     page = (root / "docs" / "env.md").read_text()
     diff = summary["board-dedupe minus dedupe"]
     assert f"**{diff['mean']:+.5f}** [{diff['ci95'][0]:+.6f}, {diff['ci95'][1]:+.5f}]" in page

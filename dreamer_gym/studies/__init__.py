@@ -1,3 +1,5 @@
-"""Studies run on the benchmark itself: the reward-validity study (:mod:`dreamer_gym.studies.validity`,
-``dreamer-gym validity``) and what a small LLM does on both sides (:mod:`dreamer_gym.studies.llm_study`,
-``python -m dreamer_gym.studies.llm_study``). Imported by module; nothing here is imported by the package."""
+"""Studies a user runs as commands on their own consolidator: the reward-validity study
+(:mod:`dreamer_gym.studies.validity`, ``dreamer-gym validity``) and its power analysis
+(:mod:`dreamer_gym.studies.power`, ``dreamer-gym power``). The lab's studies (the LLM study, cooperation, the
+op-level ceiling, rule choice) live in the repository's ``research/`` folder, which is not installed.
+Imported by module; nothing here is imported by the package."""

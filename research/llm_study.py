@@ -5,7 +5,7 @@
 2. The LLM agent next to the memory-following agent on the same DEV episodes with the same retrieved
    entries (raw banks, and the oracle's consolidated banks): mean score and success.
 
-``python -m dreamer_gym.studies.llm_study --out runs/llm_study`` writes ``summary.json`` and prints markdown
+``python -m research.llm_study --out runs/llm_study`` writes ``summary.json`` and prints markdown
 tables (docs/llm.md quotes them). Every number comes from one run; nothing is estimated.
 """
 from __future__ import annotations

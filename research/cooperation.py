@@ -5,7 +5,7 @@ Per reset (seed) the joint reward is the mean of the agents' returns (the shared
 size term). The comparison is paired by seed; the CI is a paired bootstrap 95% interval of the mean
 difference (:func:`dreamer_gym.studies.validity._ci`, BCa). Run::
 
-    python -m dreamer_gym.studies.cooperation --seeds 20 --n-agents 3 --out docs/before-after/issue15/cooperation.json
+    python -m research.cooperation --seeds 20 --n-agents 3 --out research/results/before-after/issue15/cooperation.json
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ everything (what the class-tied and GRPO ``ops`` policies converge to, played by
 between merge-everything and consensus would add over the better constant. A small gain says the training
 distribution pays for one constant op, whatever a policy sees of the region.
 
-``python -m dreamer_gym.studies.rule_choice --checkpoint runs/oplevel-class-seed0/checkpoint-32 --out F``
+``python -m research.rule_choice --checkpoint runs/oplevel-class-seed0/checkpoint-32 --out F``
 """
 from __future__ import annotations
 

@@ -1,14 +1,14 @@
 """The op-level action space's ceiling: the best op assignment a search finds, per training region.
 
 For each region (a reset of the training id with one seed), a coordinate search over
-:class:`~dreamer_gym.envs.oplevel.OpLevelWrapper`'s ops, scored by ``score_after`` on the env's own DEV
+:class:`~dreamer_gym.methods.oplevel.wrapper.OpLevelWrapper`'s ops, scored by ``score_after`` on the env's own DEV
 episodes (ties: fewer tokens): start from the better of keep-all and "merge the procedures, drop the
 rest"; then, per kind, every op for all entries of that kind; then every op for each procedure alone.
 Normalised per region: empty = 0, oracle = 1 (the oracle reads the TRAIN gold paths: a privileged
 reference, run here only to normalise). Regions where the oracle is within ``flat_points`` of empty are
 flagged and left out of the normalised mean rather than divided by ~0.
 
-``python -m dreamer_gym.studies.op_ceiling --seeds 0 1 2 --out ceiling.json``
+``python -m research.op_ceiling --seeds 0 1 2 --out ceiling.json``
 """
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ from tqdm.auto import tqdm
 
 from dreamer_gym.consolidators import run_episode
 from dreamer_gym.consolidators.oracle import OracleConsolidator
-from dreamer_gym.envs.oplevel import ABSTRACT, DROP, KEEP, MERGE, OPS, OpLevelWrapper
+from dreamer_gym.envs.ops import ABSTRACT, DROP, KEEP, MERGE, OPS
+from dreamer_gym.methods.oplevel.wrapper import OpLevelWrapper
 
 
 @dataclass
