@@ -1,8 +1,10 @@
 """What an install puts on the path: `dreamer_gym` and nothing else. `baselines/` and `leaderboards/` are
-folders of configs and docs in the repository, not top-level packages (both names are taken on PyPI)."""
+folders of configs and docs in the repository, not top-level packages (both names are taken on PyPI); `research/`
+(the lab: its studies and recorded results) imports from the repository root only."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -11,6 +13,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# every non-Python file a wheel may hold: what the package reads at run time. A recorded result (a summary, a log,
+# a plot, a study's page) matches none of these, so it cannot ship by accident.
+SHIPPED_DATA = (r"dreamer_gym/(data/[\w-]+-v\d+\.json\.gz|data/webarena_tasks\.json|data/tracks/[\w-]+\.yaml"
+                r"|data/configs/[\w.-]+\.yaml|data/leaderboard/[\w-]+\.schema\.json|prompts/\w+\.md)")
 
 
 def _python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -24,6 +30,13 @@ def test_repository_folders_are_not_installed_packages(tmp_path: Path, name: str
     assert proc.returncode != 0 and f"ModuleNotFoundError: No module named '{name}'" in proc.stderr
     assert not (ROOT / name / "__init__.py").exists()
     assert (ROOT / name / "README.md").is_file()
+
+
+def test_the_lab_imports_from_the_repository_root_only(tmp_path: Path) -> None:
+    """``python -m research.llm_study`` runs from a checkout; an installed dreamer_gym has no ``research``."""
+    assert _python("import research.rule_choice; print('ok')", ROOT).stdout.strip() == "ok"
+    proc = _python("import research", tmp_path)
+    assert proc.returncode != 0 and "No module named 'research'" in proc.stderr
 
 
 def test_the_library_rooms_import_from_anywhere(tmp_path: Path) -> None:
@@ -56,3 +69,10 @@ def test_the_wheel_holds_dreamer_gym_only(tmp_path: Path) -> None:
     for data in ("dreamer_gym/data/tracks/scienceworld.yaml", "dreamer_gym/data/leaderboard/submission-v1.schema.json",
                  "dreamer_gym/data/scienceworld-heldout-v0.json.gz", "dreamer_gym/data/configs/oplevel-cpu.yaml"):
         assert data in names, data
+    # the product's studies only (the lab's are in research/, not installed), and no recorded results: the data
+    # is what the package reads at run time (pools, tracks, recipes, the schema, prompts), nothing a run wrote
+    assert {n.rsplit("/", 1)[1] for n in names if n.startswith("dreamer_gym/studies/")} == {
+        "__init__.py", "power.py", "validity.py"}
+    data = {n for n in names if not n.endswith(".py") and ".dist-info/" not in n}
+    unexpected = sorted(n for n in data if not re.fullmatch(SHIPPED_DATA, n))
+    assert data and not unexpected, unexpected
