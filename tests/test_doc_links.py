@@ -82,3 +82,11 @@ def test_the_checker_sees_links_and_anchors(tmp_path: Path) -> None:
                     "```\n[fenced](missing.md)\n```\n[web](https://example.com/x.md)\n[ref]: other.md#reward\n")
     assert [b.split(":")[0] for b in broken(page)] == ["missing.md", "other.md#nope"]
     assert slug("3. Step `make test` (CPU)") == "3-step-make-test-cpu"
+
+
+def test_the_docs_index_lists_every_page() -> None:
+    """docs/README.md is the index: every page under docs/ has its line there, so a new page cannot hide."""
+    index = ROOT / "docs" / "README.md"
+    listed = {(index.parent / target.partition("#")[0]).resolve() for target in links(index.read_text())}
+    pages = {p.resolve() for p in (ROOT / "docs").glob("*.md") if p.name != "README.md"}
+    assert sorted(p.name for p in pages - listed) == []
