@@ -1,26 +1,18 @@
-"""Environment registration with string entry points (importing registers; nothing heavy starts)."""
-from __future__ import annotations
+"""Environment registration with string entry points (importing registers; nothing heavy starts).
 
-from typing import TYPE_CHECKING, Any
+The ids and their keyword arguments are the contract's (:mod:`dreamer_gym.contract.ids`)."""
+from __future__ import annotations
 
 import gymnasium as gym
 
-if TYPE_CHECKING:
-    from dreamer_gym.envs.tracks import EnvIdSpec
+from dreamer_gym.contract.ids import env_kwargs
 
-
-def env_kwargs(spec: EnvIdSpec) -> dict[str, Any]:
-    """``gym.spec(id).kwargs`` of one id: its frozen fields, its free defaults, and ``frozen`` (the
-    frozen fields again, which :class:`~dreamer_gym.envs.consolidation.ConsolidationEnv` enforces)."""
-    from dreamer_gym.envs.tracks import FROZEN_FIELDS
-
-    frozen = {name: getattr(spec, name) for name in FROZEN_FIELDS}
-    return {**frozen, **dict(spec.defaults), "frozen": dict(frozen)}
+__all__ = ["env_kwargs", "register_envs"]
 
 
 def register_envs() -> None:
     """Register every dreamer_gym id (idempotent)."""
-    from dreamer_gym.envs.tracks import ENV_IDS
+    from dreamer_gym.contract.ids import ENV_IDS
 
     for env_id, spec in ENV_IDS.items():
         if env_id in gym.registry:

@@ -11,6 +11,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from dreamer_gym.contract.definition import CHARS_PER_TOKEN
 from dreamer_gym.envs.toolspec import LATEST_CONTRACT, MAX_PROVENANCE, SPECS, V0_PROVENANCE_SEEN, argument_error, check_contract, prompt_lines
 from dreamer_gym.memory import BM25Retriever, MemoryBank, MemoryEntry, Provenance, Trajectory, count_tokens
 from dreamer_gym.memory.regions import Region
@@ -18,7 +19,7 @@ from dreamer_gym.memory.regions import Region
 # tool name -> the one line the prompts show (generated from the declarations in toolspec)
 TOOLS: dict[str, str] = prompt_lines()
 MAX_TRAJECTORY_STEPS = 20
-CHARS_PER_TOKEN = 12  # character cap per emitted entry = max_entry_tokens * this
+# CHARS_PER_TOKEN (the character cap per emitted entry = max_entry_tokens * it) is the reward contract's
 
 
 class ToolError(Exception):

@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from dreamer_gym.contract.definition import CONTRACTS, LATEST_CONTRACT
 from dreamer_gym.memory import KINDS
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
 
-CONTRACTS: tuple[int, ...] = (0, 1)
-LATEST_CONTRACT = 1
+# CONTRACTS and LATEST_CONTRACT (which contracts exist) are the reward contract's: dreamer_gym.contract.definition
 MAX_K = 20  # search: the most hits one call returns (contract 1; contract 0 allowed 50)
 # emit: provenance items. Contract 1 checks every item and refuses more than MAX_PROVENANCE, far above any region
 # (max_region_entries is 50 on the ids), so merging a whole region into one entry is a valid call; contract 0

@@ -37,11 +37,10 @@ def schema() -> dict[str, Any]:
 def frozen_fields(track: Track) -> dict[str, Any]:
     """Every field that defines the track's measurement (all but its prose description), JSON-shaped."""
     out: dict[str, Any] = {}
-    for f in fields(track):
-        if f.name == "description":
+    for name, value in track.data().items():
+        if name == "description":
             continue
-        value = getattr(track, f.name)
-        out[f.name] = list(value) if isinstance(value, tuple) else value
+        out[name] = list(value) if isinstance(value, tuple) else value
     return out
 
 

@@ -9,6 +9,12 @@ track may differ from its id only in the split, the episodes per region, the bud
 seeds no training pool uses), which no training id, reset or episode ever touches. Anything else would
 measure something the id does not, and :meth:`Track.check` refuses it. A
 :class:`TransferTrack` lists member tracks: the same consolidator, unchanged, on each.
+
+A track file is the frozen record of a protocol: a change is a new protocol, never an edit. The reward
+definition is declared once, in :class:`dreamer_gym.contract.definition.RewardDefinition`; a track does not
+declare its fields again but *records* their values (:attr:`Track.recorded`), data that :meth:`Track.check`
+compares with its id's definition. A definition that no longer matches a track (a changed value, a new
+field the file does not record) fails that track's check, naming the field.
 """
 from __future__ import annotations
 
@@ -19,58 +25,75 @@ from typing import Any
 
 import yaml
 
-from dreamer_gym.envs.config import ConsolidationConfig
-from dreamer_gym.envs.frozen import BUDGET_FIELDS, REWARD_FIELDS, reward_definition
+from dreamer_gym.contract.config import ConsolidationConfig
+from dreamer_gym.contract.definition import BUDGET_FIELDS, REWARD_FIELDS
+from dreamer_gym.contract.frozen import reward_definition
 from dreamer_gym.errors import ConfigError
 
 PROTOCOL_VERSION = 2  # 2: the ScienceWorld track scores held-out families on held-out banks (issue 11)
 # what a track may set differently from its training id (everything else is the id's, checked)
 TRACK_FIELDS: tuple[str, ...] = ("split", "eval_in_family", "eval_other", *BUDGET_FIELDS)
+# the reward-defining fields a track file does not record: its `env_id` names them (the suite, and by its
+# version the tool contract)
+NAMED_BY_ID: tuple[str, ...] = ("suite", "tool_contract")
+RECORDED_FIELDS: tuple[str, ...] = tuple(n for n in (*REWARD_FIELDS, *BUDGET_FIELDS) if n not in NAMED_BY_ID)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Track:
-    """One frozen track; see the module docstring. Fields mirror the YAML file."""
+    """One frozen track; see the module docstring. Built from the YAML file's mapping, as
+    ``Track(**data)``: the fields below, and every other key (the reward-defining values and budgets the
+    file records) in :attr:`recorded`, read back as attributes (``track.size_coef``)."""
 
     name: str
     protocol_version: int
     description: str
     env_id: str
-    split: str
     families: tuple[str, ...]
     banks: tuple[int, ...]
-    eval_in_family: int
-    eval_other: int
-    reward_agent: str
-    agent_top_k: int
-    agent_max_steps: int
-    max_tool_calls: int
-    max_emitted: int
-    max_entry_tokens: int
-    max_region_entries: int
-    size_coef: float
-    invalid_penalty: float
     seed: int
-    pool: str | None = None  # None: the id's pool; else a held-out pool of the id's suite (with its hash)
-    pool_hash: str | None = None
+    recorded: tuple[tuple[str, Any], ...]  # (field, value) as the file records them; checked against the contract
+
+    def __init__(self, *, recorded: tuple[tuple[str, Any], ...] = (), **data: Any) -> None:
+        own = [f.name for f in fields(self) if f.name != "recorded"]
+        missing = [name for name in own if name not in data]
+        if missing:
+            raise ConfigError(f"track {data.get('name')!r}: missing fields {missing}")
+        for name in own:
+            value = data.pop(name)
+            object.__setattr__(self, name, tuple(value) if name in ("families", "banks") else value)
+        object.__setattr__(self, "recorded", tuple({**dict(recorded), **data}.items()))
+        self.check()
+
+    def __getattr__(self, name: str) -> Any:
+        """A recorded value (``split``, ``size_coef``, ``pool``...) as an attribute."""
+        recorded = dict(self.__dict__.get("recorded", ()))
+        if name in recorded:
+            return recorded[name]
+        raise AttributeError(f"track {self.__dict__.get('name')!r} has no field {name!r}")
+
+    @classmethod
+    def file_fields(cls) -> tuple[str, ...]:
+        """The keys of a track file: the track's own fields and the values it records."""
+        return (*(f.name for f in fields(cls) if f.name != "recorded"), *RECORDED_FIELDS)
 
     @property
     def held_out(self) -> bool:
         return self.pool is not None
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "families", tuple(self.families))
-        object.__setattr__(self, "banks", tuple(self.banks))
-        self.check()
+    def data(self) -> dict[str, Any]:
+        """Every field as the track file holds it (its own fields, then the recorded values)."""
+        own = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "recorded"}
+        return {**own, **dict(self.recorded)}
 
     def env_kwargs(self, **free: Any) -> dict[str, Any]:
         """The env's keyword arguments: the id's, with the track's fields; ``free`` adds where/how fast
         (``workers``, ``executor``, ``store_path``; an LLM agent's backend), nothing reward-defining."""
-        from dreamer_gym.envs.tracks import REGISTERED
+        from dreamer_gym.contract import ids
 
-        base = {k: v for k, v in REGISTERED[self.env_id].items() if k != "frozen"}
-        mine = {f.name: getattr(self, f.name) for f in fields(self) if f.name in ConsolidationConfig.__dataclass_fields__
-                and not (f.name in ("pool", "pool_hash") and not self.held_out)}
+        base = {k: v for k, v in ids.REGISTERED[self.env_id].items() if k != "frozen"}
+        mine = {name: value for name, value in self.recorded if name in ConsolidationConfig.__dataclass_fields__
+                and not (name in ("pool", "pool_hash") and not self.held_out)}
         return {**base, **mine, **free}
 
     def config(self, **free: Any) -> ConsolidationConfig:
@@ -81,17 +104,19 @@ class Track:
         return [(b, f) for f in self.families for b in self.banks]
 
     def check(self) -> None:
-        """The track measures its id's reward (on TEST, with its own episodes and budgets) and nothing else."""
-        from dreamer_gym.envs.tracks import REGISTERED
+        """The track measures its id's reward (on TEST, with its own episodes and budgets) and nothing else:
+        it records every field of the contract's definition (bar those its id names), each at the id's value."""
+        from dreamer_gym.contract import ids
 
         if self.protocol_version != PROTOCOL_VERSION:
             raise ConfigError(f"track {self.name!r}: protocol_version {self.protocol_version}; this package "
                               f"scores protocol {PROTOCOL_VERSION}")
+        self._check_recorded()
         if self.split != "test":
             raise ConfigError(f"track {self.name!r}: `split` must be 'test' (DEV is for training), got {self.split!r}")
-        if self.env_id not in REGISTERED:
-            raise ConfigError(f"track {self.name!r}: unknown `env_id` {self.env_id!r}; registered: {sorted(REGISTERED)}")
-        id_kwargs = {k: v for k, v in REGISTERED[self.env_id].items() if k != "frozen"}
+        if self.env_id not in ids.REGISTERED:
+            raise ConfigError(f"track {self.name!r}: unknown `env_id` {self.env_id!r}; registered: {sorted(ids.REGISTERED)}")
+        id_kwargs = {k: v for k, v in ids.REGISTERED[self.env_id].items() if k != "frozen"}
         expected = reward_definition(ConsolidationConfig(**id_kwargs))
         actual = reward_definition(self.config())
         allowed = (*TRACK_FIELDS, "pool", "pool_hash") if self.held_out else TRACK_FIELDS
@@ -102,6 +127,20 @@ class Track:
         if not self.families or not self.banks:
             raise ConfigError(f"track {self.name!r}: `families` and `banks` must be non-empty")
         self._check_families(id_kwargs["suite"])
+
+    def _check_recorded(self) -> None:
+        """Every field the contract defines is recorded (a definition that grew a field is a new protocol), and
+        nothing else is."""
+        recorded = dict(self.recorded)
+        for name in RECORDED_FIELDS:
+            if name not in recorded:
+                raise ConfigError(
+                    f"track {self.name!r}: the track file records no `{name}`, a field of the reward definition "
+                    "(dreamer_gym.contract.definition); a track file is a frozen record: a definition that grew a "
+                    "field is a new protocol, so write a new track file (and bump PROTOCOL_VERSION), never edit one")
+        unknown = sorted(set(recorded) - set(RECORDED_FIELDS))
+        if unknown:
+            raise ConfigError(f"track {self.name!r}: unknown fields {unknown}; a track records {list(RECORDED_FIELDS)}")
 
     def _check_families(self, suite: str) -> None:
         """A held-out track holds only held-out families (and pins its pool); any other only training ones."""
@@ -155,7 +194,7 @@ def load_track(name_or_path: str | Path) -> Track | TransferTrack:
     if not isinstance(data, dict):
         raise ConfigError(f"track file {path} must hold a mapping")
     cls: type[Track] | type[TransferTrack] = TransferTrack if "members" in data else Track
-    known = {f.name for f in fields(cls)}
+    known = set(Track.file_fields()) if cls is Track else {f.name for f in fields(cls)}
     unknown, missing = sorted(set(data) - known), sorted(known - set(data))
     if unknown or missing:
         raise ConfigError(f"track file {path}: unknown fields {unknown}, missing fields {missing}")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
-from dreamer_gym.envs.config import ConsolidationConfig
+from dreamer_gym.contract.config import ConsolidationConfig
 from dreamer_gym.errors import RewardServiceError
 from dreamer_gym.service.messages import CommitRequest, CommitResult, PublicPool
 from dreamer_gym.service.services import ForwardingService, RewardService

@@ -3,7 +3,8 @@
 It holds the full bank pool (evaluation task texts, TRAIN gold paths), the evaluator with its simulator
 and downstream agent, and the evaluation cache. It draws the episodes, rebuilds bank v1 from its own copy
 of bank v0, checks the new region against the limits, scores it with
-:func:`~dreamer_gym.envs.reward.reward_from_results` and answers with what the id's rules let the
+:func:`~dreamer_gym.contract.reward.reward_from_results` (each agent's size term of a joint commit with
+:func:`~dreamer_gym.contract.reward.size_term`) and answers with what the id's rules let the
 policy see. In a track (``withhold=True``) it answers with no score at all and keeps the results in a
 ledger that only :meth:`finish` hands out, once, after which it refuses commits.
 """
@@ -15,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from dreamer_gym.agents import EpisodeResult
-from dreamer_gym.envs.config import ConsolidationConfig
-from dreamer_gym.envs.frozen import budgets, comparable_id, reward_definition
-from dreamer_gym.envs.reward import reward_from_results
-from dreamer_gym.envs.tools import CHARS_PER_TOKEN
+from dreamer_gym.contract.config import ConsolidationConfig
+from dreamer_gym.contract.definition import CHARS_PER_TOKEN
+from dreamer_gym.contract.frozen import budgets, comparable_id, reward_definition
+from dreamer_gym.contract.reward import reward_from_results, size_term
 from dreamer_gym.errors import EvaluationFailed, RewardServiceError
 from dreamer_gym.evaluation import EvalEpisode, Evaluator
 from dreamer_gym.memory import MemoryBank, MemoryEntry, count_tokens, select_by_family
@@ -154,7 +155,7 @@ class Referee:
         }
         out = []
         for request, (ids, (t_before, t_after)) in zip(requests, zip((p[2] for p in prepared), tokens)):
-            size = -cfg.size_coef * (t_after - t_before) / max(t_before, 1)
+            size = size_term(t_before, t_after, cfg.size_coef)
             out.append(CommitResult(new.hash, shared.score_delta + size, {
                 **joint,
                 "reward_components": {"shared_score_delta": shared.score_delta, "size": size},

@@ -1,10 +1,4 @@
-"""``python -m dreamer_gym.service.server READ_FD WRITE_FD``: the reward service process (started by
-:class:`~dreamer_gym.service.services.ProcessRewardService`, never by hand)."""
-from __future__ import annotations
+"""Moved to dreamer_gym.service.service_main (issue 28); this shim goes in 0.3."""
+from dreamer_gym._moved import forward
 
-import sys
-
-from dreamer_gym.service.services import _Duplex, serve
-
-if __name__ == "__main__":
-    serve(_Duplex(int(sys.argv[1]), int(sys.argv[2])))  # type: ignore[arg-type]
+__getattr__ = forward(__name__, "dreamer_gym.service.service_main")

@@ -8,8 +8,8 @@ import gymnasium as gym
 import pytest
 
 import dreamer_gym  # noqa: F401 - registers the ids
+from dreamer_gym.contract.frozen import BUDGET_FIELDS, REWARD_FIELDS, comparable_id
 from dreamer_gym.envs.consolidation import ConsolidationEnv
-from dreamer_gym.envs.frozen import BUDGET_FIELDS, REWARD_FIELDS, comparable_id
 from dreamer_gym.errors import ConfigError, FrozenParameterError
 from dreamer_gym.leaderboard import PROTOCOL_VERSION, Track, TransferTrack, load_track, track_names
 
@@ -92,7 +92,7 @@ def test_leaderboards_folder_holds_the_same_track_files():
 
 
 def test_a_track_that_measures_something_else_than_its_id_is_refused():
-    data = dict(load_track("scienceworld").__dict__)
+    data = load_track("scienceworld").data()
     with pytest.raises(ConfigError, match="`size_coef`"):
         Track(**{**data, "size_coef": 0.5})
     with pytest.raises(ConfigError, match="`split` must be 'test'"):

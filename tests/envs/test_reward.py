@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from dreamer_gym.agents import EpisodeResult
-from dreamer_gym.envs.reward import RewardBreakdown, mean_score, reward_from_results
+from dreamer_gym.contract.reward import RewardBreakdown, mean_score, reward_from_results
 from dreamer_gym.suites.base import EpisodeTask
 
 

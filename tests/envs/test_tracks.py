@@ -7,9 +7,8 @@ import gymnasium as gym
 import pytest
 
 import dreamer_gym  # noqa: F401 - registers the ids
-from dreamer_gym.envs.config import ConsolidationConfig
-from dreamer_gym.envs.tracks import ENV_IDS, FROZEN_FIELDS, REGISTERED, EnvIdSpec
-from dreamer_gym.registration import env_kwargs
+from dreamer_gym.contract.config import ConsolidationConfig
+from dreamer_gym.contract.ids import ENV_IDS, FROZEN_FIELDS, REGISTERED, EnvIdSpec, env_kwargs
 from dreamer_gym.suites import get_suite_spec
 
 CONFIG_FIELDS = {f.name for f in dataclasses.fields(ConsolidationConfig)}
@@ -17,7 +16,7 @@ CONFIG_FIELDS = {f.name for f in dataclasses.fields(ConsolidationConfig)}
 
 def test_frozen_fields_are_the_declaration_s_fields():
     """Every reward-defining field is declared per id (and so frozen); budgets and plumbing are not."""
-    from dreamer_gym.envs.frozen import BUDGET_FIELDS, REWARD_FIELDS
+    from dreamer_gym.contract.frozen import BUDGET_FIELDS, REWARD_FIELDS
 
     assert set(FROZEN_FIELDS) == set(REWARD_FIELDS)
     assert set(FROZEN_FIELDS) <= CONFIG_FIELDS
