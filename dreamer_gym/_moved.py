@@ -20,8 +20,29 @@ def forward(old: str, new: str) -> Callable[[str], Any]:
     def __getattr__(name: str) -> Any:
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
-        warnings.warn(f"{old} moved to {new} (issue 28); import {name} from there: the old path goes in 0.3",
-                      DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(new), name)
+        return _moved_attribute(old, new, name)
+
+    return __getattr__
+
+
+def _moved_attribute(old: str, new: str, name: str) -> Any:
+    """``name`` from ``new``, warning that ``old`` is the old path (attributed to whoever asked for it)."""
+    warnings.warn(f"{old} moved to {new} (issue 28); import {name} from there: the old path goes in 0.3",
+                  DeprecationWarning, stacklevel=3)
+    return getattr(importlib.import_module(new), name)
+
+
+def forward_names(old: str, new: str, names: tuple[str, ...]) -> Callable[[str], Any]:
+    """A package ``__getattr__`` for ``old`` that serves only ``names`` from ``new`` (warning, as :func:`forward`)
+    and raises AttributeError for anything else, so the package's own submodules still import::
+
+        # dreamer_gym/suites/__init__.py re-exported check_suite, which moved up to dreamer_gym.testing
+        __getattr__ = forward_names(__name__, "dreamer_gym.testing", ("check_suite", "SuiteReport"))
+    """
+
+    def __getattr__(name: str) -> Any:
+        if name not in names:
+            raise AttributeError(f"module {old!r} has no attribute {name!r}")
+        return _moved_attribute(f"{old}.{name}", new, name)
 
     return __getattr__

@@ -22,10 +22,10 @@ from dreamer_gym.evaluation import (
     Evaluator,
     InProcessExecutor,
     LocalProcessExecutor,
-    check_executor,
     make_executor,
 )
 from dreamer_gym.store import Store
+from dreamer_gym.testing import check_executor
 from dreamer_gym.suites import register_suite
 from dreamer_gym.suites.base import EpisodeTask
 

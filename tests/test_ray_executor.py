@@ -20,13 +20,14 @@ import ray
 from dreamer_gym.agents import AgentConfig
 from dreamer_gym.envs.consolidation import ConsolidationEnv
 from dreamer_gym.errors import ConfigError, SuiteError
-from dreamer_gym.evaluation import EvalEpisode, EvalTask, Evaluator, InProcessExecutor, check_executor, make_executor
+from dreamer_gym.evaluation import EvalEpisode, EvalTask, Evaluator, InProcessExecutor, make_executor
 from dreamer_gym.evaluation.ray_executor import RayExecutor
 from dreamer_gym.memory import MemoryEntry
 from dreamer_gym.pool import build_pool
 from dreamer_gym.store import Store
 from dreamer_gym.suites import get_suite_spec, make_suite, register_suite
 from dreamer_gym.suites.base import EpisodeTask
+from dreamer_gym.testing import check_executor
 
 from echo_suite import ECHO, ECHO_AGENT, ECHO_BANK, KILLS_WORKER, EchoSuite
 from helpers import wait_gone

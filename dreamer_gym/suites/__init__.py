@@ -5,16 +5,18 @@ Heavy simulators are imported lazily, inside the adapter that needs them. Built-
 games generated offline); "miniwob" (MiniWoB++ pages through BrowserGym in a headless Chromium);
 "webarena" (BrowserGym, needs the self-hosted sites named by WA_*).
 """
+from dreamer_gym._moved import forward_names
 from dreamer_gym.suites.base import SPLITS, EpisodeTask, StepOutcome, TaskSuite
-from dreamer_gym.suites.check import SuiteCheckError, SuiteReport, check_suite
 from dreamer_gym.suites.registry import BUILTIN, get_suite_spec, register_suite, suite_names
 from dreamer_gym.suites.spec import AcquisitionProfile, OracleProcedure, SuiteSpec
 
 SUITES: tuple[str, ...] = tuple(BUILTIN)
+# moved up to dreamer_gym.testing (issue 28): served from there, with a warning, until 0.3
+__getattr__ = forward_names(__name__, "dreamer_gym.testing", ("SuiteCheckError", "SuiteReport", "check_suite"))
 
 __all__ = [
-    "SPLITS", "SUITES", "AcquisitionProfile", "EpisodeTask", "OracleProcedure", "StepOutcome", "SuiteCheckError",
-    "SuiteReport", "SuiteSpec", "TaskSuite", "check_suite", "get_suite_spec", "make_suite", "register_suite",
+    "SPLITS", "SUITES", "AcquisitionProfile", "EpisodeTask", "OracleProcedure", "StepOutcome", "SuiteSpec",
+    "TaskSuite", "get_suite_spec", "make_suite", "register_suite",
     "suite_names",
 ]
 

@@ -28,7 +28,7 @@ class TaskSuite(Protocol):
 
     Everything else the package needs to know of a suite (acquisition profile, agent readers, oracle
     procedures, availability) is in its :class:`~dreamer_gym.suites.spec.SuiteSpec`;
-    :func:`~dreamer_gym.suites.check.check_suite` checks an adapter against this protocol.
+    :func:`~dreamer_gym.testing.check_suite` checks an adapter against this protocol.
     """
 
     name: str

@@ -6,12 +6,8 @@ import json
 import pytest
 
 import dreamer_gym  # noqa: F401 - registers the ids
-from dreamer_gym.consolidators import (
-    ConsolidatorCheckError,
-    KeepAllConsolidator,
-    RandomConsolidator,
-    check_consolidator,
-)
+from dreamer_gym.consolidators import KeepAllConsolidator, RandomConsolidator
+from dreamer_gym.testing import ConsolidatorCheckError, check_consolidator
 
 from helpers import make_env
 

@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 
 from dreamer_gym.errors import SuiteError
-from dreamer_gym.suites import EpisodeTask, StepOutcome, SuiteCheckError, check_suite
+from dreamer_gym.suites import EpisodeTask, StepOutcome
+from dreamer_gym.testing import SuiteCheckError, check_suite
 
 import toy_suite
 from toy_suite import ToySuite

@@ -5,7 +5,8 @@ import time
 
 import pytest
 
-from dreamer_gym.suites import EpisodeTask, check_suite, make_suite
+from dreamer_gym.suites import EpisodeTask, make_suite
+from dreamer_gym.testing import check_suite
 from dreamer_gym.suites.latency import code_of
 
 

@@ -14,7 +14,8 @@ from dreamer_gym.evaluation import EvalEpisode, Evaluator
 from dreamer_gym.memory import MemoryEntry
 from dreamer_gym.pool import build_pool, load_pool
 from dreamer_gym.store import Store
-from dreamer_gym.suites import EpisodeTask, check_suite, make_suite, register_suite
+from dreamer_gym.suites import EpisodeTask, make_suite, register_suite
+from dreamer_gym.testing import check_suite
 
 import toy_suite
 
