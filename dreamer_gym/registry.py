@@ -54,6 +54,17 @@ def resolve(ref: str | Any) -> Any:
     return value
 
 
+def callable_as(what: str) -> Callable[[Any], None]:
+    """A :class:`Registry` ``check`` for plug-in points whose entries are classes or factories: ``what`` says how
+    one is called, for the message (``"a factory taking an LLMConfig"``)."""
+
+    def check(value: Any) -> None:
+        if not callable(value):
+            raise TypeError(f"it is a {type(value).__name__}, not {what}")
+
+    return check
+
+
 @dataclass
 class Registry(Generic[T]):
     """Name -> implementation for one plug-in point; see the module docstring.
@@ -64,6 +75,7 @@ class Registry(Generic[T]):
         builtins: the package's own, ``name -> "module:attr"`` (or the object).
         option: the config field or flag that takes a name, for messages (``executor``, ``--algo``).
         check: called on each loaded object; raises ``TypeError`` or ``ValueError`` with what is wrong.
+        how: how a user adds one, for messages (default: an entry point in ``group``, or the register function).
     """
 
     kind: str
@@ -71,6 +83,7 @@ class Registry(Generic[T]):
     builtins: Mapping[str, Any] = field(default_factory=dict)
     option: str = "name"
     check: Callable[[Any], None] | None = None
+    how: str = ""
     _registered: dict[str, Any] = field(default_factory=dict, repr=False)
     _loaded: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -80,6 +93,8 @@ class Registry(Generic[T]):
         if not isinstance(name, str) or not name or ":" in name:
             raise ConfigError(f"Expected a {self.kind} name such as 'mine' (no colon), got {name!r}")
         known = self._registered.get(name, self.builtins.get(name))
+        if not replace and isinstance(known, str) and not isinstance(target, str):
+            known = self.get(name)  # the built-in itself, registered again (an executor re-registers its suite's spec)
         if known is not None and known is not target and known != target and not replace:
             raise ConfigError(f"A different {self.kind} is already registered as {name!r}; "
                               "pass replace=True to override it")
@@ -122,6 +137,8 @@ class Registry(Generic[T]):
                 f"{self.kind} with {self.how_to()}")
 
     def how_to(self) -> str:
+        if self.how:
+            return self.how
         return f"an entry point in the {self.group!r} group (mine = \"my_pkg.module:attr\") or its register function"
 
     def get(self, name: str) -> Any:

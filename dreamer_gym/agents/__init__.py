@@ -1,17 +1,21 @@
 """Downstream agents: they play suite episodes with retrieved memory, and their score is the reward."""
 from __future__ import annotations
 
-from dreamer_gym.agents.base import AGENTS, AgentConfig, DownstreamAgent, EpisodeResult
+from dreamer_gym.agents.base import AgentConfig, DownstreamAgent, EpisodeResult
 from dreamer_gym.agents.memory_following import MemoryFollowingAgent
+from dreamer_gym.agents.registry import (
+    AGENTS,
+    agent_names,
+    register_agent,
+    resolve_reward_agent,
+    reward_agent_names,
+)
 
 
 def make_agent(config: AgentConfig) -> DownstreamAgent:
-    """The agent ``config.name`` names. The LLM agent loads its model lazily, on its first episode."""
-    if config.name == "llm":
-        from dreamer_gym.agents.llm_agent import LLMAgent
-
-        return LLMAgent(config)
-    return MemoryFollowingAgent(config)
+    """The agent ``config.name`` names, from the registry (:mod:`dreamer_gym.agents.registry`). The LLM agent
+    loads its model lazily, on its first episode."""
+    return AGENTS.get(config.name)(config)
 
 
 def check_agent_available(config: AgentConfig) -> None:
@@ -23,4 +27,5 @@ def check_agent_available(config: AgentConfig) -> None:
         check_llm_available(config.llm)
 
 
-__all__ = ["AGENTS", "AgentConfig", "check_agent_available", "DownstreamAgent", "EpisodeResult", "MemoryFollowingAgent", "make_agent"]
+__all__ = ["AGENTS", "AgentConfig", "check_agent_available", "DownstreamAgent", "EpisodeResult", "MemoryFollowingAgent",
+           "agent_names", "make_agent", "register_agent", "resolve_reward_agent", "reward_agent_names"]

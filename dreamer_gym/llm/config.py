@@ -8,14 +8,13 @@ from typing import Any
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.llm.deadline import Deadline
 from dreamer_gym.llm.models import SMOLLM2_ALIAS
-
-BACKENDS = ("transformers", "vllm", "openai")
+from dreamer_gym.llm.registry import BACKENDS
 
 
 @dataclass(frozen=True)
 class LLMConfig:
-    backend: str = field(default="transformers", metadata={"help": "transformers | vllm | openai",
-                                                            "choices": BACKENDS})
+    backend: str = field(default="transformers", metadata={
+        "help": "transformers | vllm | openai, or a registered backend (dreamer_gym.llm.register_backend)"})
     model: str = field(default=SMOLLM2_ALIAS, metadata={
         "help": "hub id, local folder, served model name, or 'smollm2-135m' (the bundled CPU default)"})
     gguf_file: str | None = field(default=None, metadata={"help": "transformers: a GGUF file inside `model`"})
@@ -38,8 +37,7 @@ class LLMConfig:
         "help": "extra keyword arguments for vllm.LLM (e.g. (('tensor_parallel_size', 4),))"})
 
     def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise ConfigError(f"Expected `backend` to be one of {BACKENDS}, got {self.backend!r}")
+        BACKENDS.validate(self.backend)  # the live table: a backend registered after import works
         if self.backend == "openai" and not self.base_url:
             raise ConfigError("The openai backend needs `base_url`, e.g. http://127.0.0.1:8000/v1")
         if self.max_context < 256:

@@ -2,15 +2,14 @@
 that ``import dreamer_gym`` imports no adapter; other packages add theirs with :func:`register_suite` or an
 entry point in the ``dreamer_gym.suites`` group (``my-suite = "my_pkg.suite:SPEC"``).
 
-Like Gymnasium's ``registry``, this is the one process-wide table the package keeps; it only ever maps a
+The table is a :class:`dreamer_gym.registry.Registry`, the type every plug-in point uses; it only ever maps a
 name to immutable data. Evaluation workers in other processes receive the spec itself, not the name.
 """
 from __future__ import annotations
 
-from importlib.metadata import entry_points
-
 from dreamer_gym.errors import ConfigError
-from dreamer_gym.suites.spec import SuiteSpec, resolve
+from dreamer_gym.registry import Registry
+from dreamer_gym.suites.spec import SuiteSpec
 
 ENTRY_POINT_GROUP = "dreamer_gym.suites"
 
@@ -24,42 +23,36 @@ BUILTIN: dict[str, str] = {
     "latency": "dreamer_gym.suites.latency:SPEC",
 }
 
-_REGISTERED: dict[str, SuiteSpec] = {}
+
+def _is_spec(value: object) -> None:
+    if not isinstance(value, SuiteSpec):
+        raise TypeError(f"expected a SuiteSpec, got {value!r}")
+
+
+SUITES: Registry[SuiteSpec] = Registry(
+    "suite", ENTRY_POINT_GROUP, BUILTIN, option="suite", check=_is_spec,
+    how="dreamer_gym.suites.register_suite(SuiteSpec(...)) or an entry point in the 'dreamer_gym.suites' group")
 
 
 def register_suite(spec: SuiteSpec, *, replace: bool = False) -> SuiteSpec:
     """Make ``spec`` known by its name. Registering a different spec under a taken name needs ``replace``."""
     if not isinstance(spec, SuiteSpec):
         raise ConfigError(f"Expected a SuiteSpec, got {type(spec).__name__}; build one with SuiteSpec(name=..., ...)")
-    known = _REGISTERED.get(spec.name)
-    if known is not None and known != spec and not replace:
-        raise ConfigError(f"A different suite is already registered as {spec.name!r}; pass replace=True to override it")
-    _REGISTERED[spec.name] = spec
+    SUITES.register(spec.name, spec, replace=replace)
     return spec
-
-
-def _plugin_refs() -> dict[str, str]:
-    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
 def suite_names() -> tuple[str, ...]:
     """Every suite name this process can build: built-in, registered and installed as entry points."""
-    return tuple(sorted({*BUILTIN, *_REGISTERED, *_plugin_refs()}))
+    return SUITES.names()
 
 
 def get_suite_spec(name: str) -> SuiteSpec:
     """The spec registered as ``name`` (built-ins and entry points are loaded on first use)."""
-    spec = _REGISTERED.get(name)
-    if spec is not None:
-        return spec
-    ref = BUILTIN.get(name) or _plugin_refs().get(name)
-    if ref is None:
-        raise ConfigError(f"Expected `suite` to be one of {list(suite_names())}, got {name!r}; "
-                          "register your own with dreamer_gym.suites.register_suite(SuiteSpec(...))")
-    spec = resolve(ref)
-    if not isinstance(spec, SuiteSpec) or spec.name != name:
-        raise ConfigError(f"{ref} should be a SuiteSpec named {name!r}, got {spec!r}")
-    return register_suite(spec)
+    spec = SUITES.get(name)
+    if spec.name != name:
+        raise ConfigError(f"{SUITES.reference(name)} should be a SuiteSpec named {name!r}, got {spec!r}")
+    return spec
 
 
 def check_available(name: str) -> None:

@@ -13,8 +13,6 @@ group). :func:`~dreamer_gym.suites.check.check_suite` checks a spec and its adap
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from dreamer_gym.registry import importable, resolve  # noqa: F401 - kept here for older imports
 from dreamer_gym.suites.base import EpisodeTask, TaskSuite
 
 _NEVER = re.compile(r"(?!)")
@@ -62,28 +61,6 @@ class OracleProcedure:
 
     steps: str
     goal: str | None = None
-
-
-def importable(module: str) -> bool:
-    """Whether ``module`` can be imported here, found without importing it (a dotted name imports its parents,
-    which for the suites' packages are light namespaces)."""
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):  # a missing parent package
-        return False
-
-
-def resolve(ref: str | Callable[..., Any]) -> Any:
-    """``"package.module:attr"`` -> the attribute (imported now); a callable is returned as is."""
-    if not isinstance(ref, str):
-        return ref
-    module, _, attr = ref.partition(":")
-    if not module or not attr:
-        raise ValueError(f"Expected a 'package.module:attribute' reference, got {ref!r}")
-    value: Any = importlib.import_module(module)
-    for part in attr.split("."):
-        value = getattr(value, part)
-    return value
 
 
 @dataclass(frozen=True)

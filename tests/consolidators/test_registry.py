@@ -16,7 +16,7 @@ from dreamer_gym.consolidators import (
     make_consolidator,
     register_consolidator,
 )
-from dreamer_gym.consolidators.registry import _REGISTERED
+from dreamer_gym.consolidators.registry import CONSOLIDATORS
 from dreamer_gym.errors import ConfigError
 
 BUILTIN = ("keep-all", "empty", "dedupe", "blind", "oracle", "prose-oracle", "wrong-procedures", "random", "prompted")
@@ -69,7 +69,8 @@ def test_register_a_class_a_factory_or_a_reference() -> None:
         assert isinstance(make_consolidator("keep-again"), KeepAllConsolidator)
         assert {"half-random", "keep-again"} <= set(consolidator_names())
         with pytest.raises(ConfigError, match="already registered as 'keep-all'; pass replace=True"):
-            register_consolidator("keep-all", KeepAllConsolidator)
+            register_consolidator("keep-all", RandomConsolidator)
+        register_consolidator("keep-all", KeepAllConsolidator)  # the built-in itself: nothing changes
         register_consolidator("not-a-policy", dict)
         with pytest.raises(ConfigError, match=r"built a dict, which has no actions\(env, obs, info\)"):
             make_consolidator("not-a-policy")
@@ -78,7 +79,7 @@ def test_register_a_class_a_factory_or_a_reference() -> None:
             make_consolidator("broken")
     finally:
         for name in ("half-random", "keep-again", "not-a-policy", "broken"):
-            _REGISTERED.pop(name, None)
+            CONSOLIDATORS.unregister(name)
 
 
 def test_an_entry_point_is_found_without_importing_it(tmp_path: Path) -> None:
