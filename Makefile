@@ -63,7 +63,7 @@ validity: setup
 bench: setup
 	$(BIN)/python -m pytest tests/benchmarks --benchmark-enable -p no:randomly
 
-# Rebuild the frozen bank pools (their hashes must equal the ones pinned in dreamer_gym/envs/tracks.py and
+# Rebuild the frozen bank pools (their hashes must equal the ones pinned in dreamer_gym/contract/ids.py and
 # dreamer_gym/data/tracks/scienceworld.yaml): the training pool (6 banks) and the held-out one (3 banks of
 # the held-out topics, on seeds no training pool uses). ~4 min and ~1 min on 2 cores.
 pool: setup

@@ -115,7 +115,7 @@ def test_make_in_fresh_process_without_import_and_no_java(env_id):
     a = _run_fresh(env_id, "0")
     assert a["heavy"] == []
     [(service, grandchildren)] = a["children"]
-    assert service[1:3] == ["-m", "dreamer_gym.service.server"] and grandchildren == []
+    assert service[1:3] == ["-m", "dreamer_gym.service.service_main"] and grandchildren == []
     b = _run_fresh(env_id, "4242")
     assert a == b
 
