@@ -143,15 +143,19 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def validate_executor(name: str) -> str:
+    """``name`` if it is one of :func:`executor_choices`, else the ConfigError that lists them and says how to add one."""
+    if name != "auto" and name not in EXECUTORS:
+        raise ConfigError(f"Expected `executor` to be one of {executor_choices()}, got {name!r}; register your own "
+                          f"with {EXECUTORS.how_to()}")
+    return name
+
+
 def resolve_executor(name: str, workers: int) -> str:
     """The registered executor ``name`` means with ``workers`` worker processes ("auto": in-process for 0,
     the local process pool otherwise). Raises ConfigError for an unknown name or a contradiction."""
-    if name == "auto":
+    if validate_executor(name) == "auto":
         return "inprocess" if workers == 0 else "process"
-    if name not in EXECUTORS:
-        choices = executor_choices()
-        raise ConfigError(f"Expected `executor` to be one of {choices}, got {name!r}; register your own with "
-                          f"{EXECUTORS.how_to()}")
     if name == "inprocess" and workers != 0:
         raise ConfigError(f"executor='inprocess' plays in this process, but workers={workers}; "
                           "set workers=0, or executor='process' (or 'auto') to use worker processes")

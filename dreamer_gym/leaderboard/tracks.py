@@ -29,6 +29,7 @@ from dreamer_gym.contract.config import ConsolidationConfig
 from dreamer_gym.contract.definition import BUDGET_FIELDS, REWARD_FIELDS
 from dreamer_gym.contract.frozen import reward_definition
 from dreamer_gym.errors import ConfigError
+from dreamer_gym.registry import Registry
 
 PROTOCOL_VERSION = 2  # 2: the ScienceWorld track scores held-out families on held-out banks (issue 11)
 # what a track may set differently from its training id (everything else is the id's, checked)
@@ -179,17 +180,39 @@ def tracks_dir() -> Path:
     return Path(str(resources.files("dreamer_gym") / "data" / "tracks"))
 
 
+# --- the track registry: the shipped YAMLs (the frozen record) plus tracks registered by name ---------------------
+TRACKS: Registry[Any] = Registry(
+    "track", "dreamer_gym.tracks", {p.stem: p for p in tracks_dir().glob("*.yaml")}, option="track",
+    how="dreamer_gym.leaderboard.register_track(name, path_or_track) or an entry point in the 'dreamer_gym.tracks' "
+        "group (mine = \"my_pkg.tracks:MY_TRACK\", a Track or the Path of its YAML file)")
+
+
+def register_track(name: str, track: str | Path | Track | TransferTrack, *, replace: bool = False) -> None:
+    """Make ``track`` (a :class:`Track`, a :class:`TransferTrack` or the path of a track YAML file) known as
+    ``name``, so ``load_track(name)`` and ``--track name`` find it. A shipped track's name is taken: a changed
+    track is a new protocol under a new name, never an edit."""
+    TRACKS.register(name, Path(track) if isinstance(track, str) else track, replace=replace)
+
+
 def track_names() -> tuple[str, ...]:
-    return tuple(sorted(p.stem for p in tracks_dir().glob("*.yaml")))
+    """Every track ``load_track`` finds by name: shipped, registered and installed as entry points."""
+    return TRACKS.names()
 
 
 def load_track(name_or_path: str | Path) -> Track | TransferTrack:
-    """A shipped track by name (``scienceworld``) or a YAML file; unknown or missing fields raise ConfigError."""
+    """A track by name (shipped, ``scienceworld``, or registered: :data:`TRACKS`) or a YAML file; unknown or
+    missing fields raise ConfigError."""
     path = Path(name_or_path)
     if not path.suffix:
-        path = tracks_dir() / f"{name_or_path}.yaml"
+        if str(name_or_path) not in TRACKS:
+            raise ConfigError(f"no track {str(name_or_path)!r}; known tracks: {list(track_names())}; register your "
+                              f"own with {TRACKS.how_to()}")
+        found = TRACKS.get(str(name_or_path))
+        if isinstance(found, (Track, TransferTrack)):
+            return found
+        path = Path(found)
     if not path.exists():
-        raise ConfigError(f"no track {str(name_or_path)!r}; shipped tracks: {list(track_names())}")
+        raise ConfigError(f"no track {str(name_or_path)!r}; known tracks: {list(track_names())}")
     data = yaml.safe_load(path.read_text())
     if not isinstance(data, dict):
         raise ConfigError(f"track file {path} must hold a mapping")

@@ -1,5 +1,7 @@
-"""Where the referee runs: the :class:`RewardService` protocol, its two implementations and the registry
-that picks one by name (``ConsolidationConfig.service``).
+"""Where the referee runs: the :class:`RewardService` protocol, its two implementations and
+:func:`make_reward_service`, which builds one by name (``ConsolidationConfig.service``) from the registry
+:data:`SERVICES` (:mod:`dreamer_gym.contract.registry`; add yours with :func:`dreamer_gym.service.register_service`
+or a ``dreamer_gym.services`` entry point).
 
 * ``"process"`` (the default): :class:`ProcessRewardService` hosts the referee in its own process (a fresh
   interpreter started with ``subprocess``, so it also starts inside the daemonic workers of Gymnasium's
@@ -22,11 +24,11 @@ import signal
 import subprocess
 import sys
 import traceback
-from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any, Protocol, runtime_checkable
 
-from dreamer_gym.envs.config import ConsolidationConfig
+from dreamer_gym.contract.config import ConsolidationConfig
+from dreamer_gym.contract.registry import SERVICES
 from dreamer_gym.errors import ConfigError, RewardServiceError
 from dreamer_gym.service.messages import CommitRequest, CommitResult, PublicPool
 from dreamer_gym.service.referee import Referee
@@ -295,7 +297,7 @@ class ProcessRewardService(ForwardingService):
         to_parent_r, to_parent_w = os.pipe()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # as "spawn" would
         process = subprocess.Popen(
-            [sys.executable, "-m", "dreamer_gym.service.server", str(to_child_r), str(to_parent_w)],
+            [sys.executable, "-m", "dreamer_gym.service.service_main", str(to_child_r), str(to_parent_w)],
             pass_fds=(to_child_r, to_parent_w), env=env, stdin=subprocess.DEVNULL,
         )
         os.close(to_child_r)
@@ -344,16 +346,12 @@ def _stop(process: subprocess.Popen[bytes], conn: _Duplex, timeout: float) -> No
             continue
 
 
-# --- the registry ------------------------------------------------------------------------------------------------
-SERVICES: dict[str, Callable[..., RewardService]] = {
-    "process": ProcessRewardService,
-    "inprocess": InProcessRewardService,
-}
-
-
+# --- the registry (dreamer_gym.contract.registry: the config checks its `service` against it) -----------------
 def make_reward_service(name: str, config: ConsolidationConfig, *, withhold: bool = False,
                         spec: SuiteSpec | None = None) -> RewardService:
-    """Build the reward service ``name`` (see :data:`SERVICES`) for ``config``."""
+    """Build the reward service ``name`` (a name in :data:`SERVICES`: built-in, registered or an entry point)
+    for ``config``."""
     if name not in SERVICES:
-        raise ConfigError(f"Expected `service` to be one of {tuple(SERVICES)}, got {name!r}")
-    return SERVICES[name](config, withhold=withhold, spec=spec)
+        raise ConfigError(f"Expected `service` to be one of {SERVICES.names()}, got {name!r}; register your own "
+                          f"with {SERVICES.how_to()}")
+    return SERVICES.get(name)(config, withhold=withhold, spec=spec)
