@@ -157,10 +157,14 @@ def _env_id(args: argparse.Namespace) -> str:
 
 
 def _env_kwargs(args: argparse.Namespace, skip: tuple[str, ...] = ENV_SKIP) -> dict[str, object]:
-    """What ``gym.make`` gets: only the env flags the user passed, and the reward agent's LLM."""
+    """What ``gym.make`` gets: only the env flags the user passed, and the reward agent's LLM (or, for an agent
+    that is neither built-in reward agent, its name: an experiment on the id)."""
     kwargs: dict[str, object] = dataclass_kwargs(args, ConsolidationConfig, skip=skip, dest_prefix="env.")
-    if getattr(args, "reward_agent", "memory") == "llm":
+    reward_agent = getattr(args, "reward_agent", "memory")
+    if reward_agent == "llm":
         kwargs["llm"] = _llm_config(args, "agent")
+    elif reward_agent != "memory":
+        kwargs["reward_agent"] = reward_agent
     return kwargs
 
 
@@ -273,7 +277,7 @@ def _print_table(rows: list[dict[str, object]], results: dict[str, list[dict[str
 def _header(args: argparse.Namespace, families: int, config: ConsolidationConfig) -> str:
     from dreamer_gym.envs.frozen import comparable_id
 
-    agent = "memory-following agent" if config.llm is None else f"LLM agent ({config.llm.model})"
+    agent = f"{config.agent_config().name} agent" if config.llm is None else f"LLM agent ({config.llm.model})"
     label = "" if comparable_id(config) else " [experiment: reward fields changed, NOT comparable to the id]"
     return (f"\n{_env_id(args)}: {families} families x {len(args.seeds)} seeds, "
             f"{config.eval_in_family}+{config.eval_other} DEV episodes per commit, {agent}{label}\n")
@@ -541,8 +545,9 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--families", default="", help="comma-separated families (default: every family of the pool)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0],
                    help="reset seeds: each consolidator plays one episode per family per seed (default: 0)")
-    p.add_argument("--reward-agent", choices=("memory", "llm"), default="memory",
-                   help="llm: the LLM-agent variant of --env")
+    p.add_argument("--reward-agent", default="memory", metavar="NAME",
+                   help="memory (the id's), llm (the LLM-agent variant of --env) or any registered downstream agent "
+                        "(an experiment on --env: not comparable to the id; docs/byo.md)")
     _add_env_flags(p, ENV_SKIP)
     g = p.add_argument_group("LLM (LLMConfig fields; both the prompted consolidator and the LLM reward agent)")
     add_dataclass_arguments(g, LLMConfig, dest_prefix="llm.")
@@ -710,11 +715,36 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def check_names(args: argparse.Namespace) -> None:
+    """Every flag that names a plug-in (executor, reward service, reward agent, LLM backend) against the live
+    registries, so a name registered or installed as an entry point works and a typo fails before any work,
+    naming the flag and the choices (argparse ``choices=`` would freeze them at import)."""
+    from dreamer_gym.agents import resolve_reward_agent
+    from dreamer_gym.contract.registry import SERVICES
+    from dreamer_gym.evaluation.executors import validate_executor
+    from dreamer_gym.llm.registry import BACKENDS
+
+    given = vars(args)
+    checks = [("--reward-agent", given.get("reward_agent"), resolve_reward_agent),
+              ("--executor", given.get("env.executor"), validate_executor)]
+    checks += [(f"--{flag}", given.get(dest), registry.validate) for flag, dest, registry in (
+        ("service", "env.service", SERVICES), ("backend", "llm.backend", BACKENDS),
+        *((f"{role}-backend", f"{role}_llm.backend", BACKENDS) for role in LLM_ROLES))]
+    for flag, value, validate in checks:
+        try:
+            if value is not None:
+                validate(value)
+        except ConfigError as exc:
+            raise ConfigError(f"{flag}: {exc}") from None
+
+
 def check_args(args: argparse.Namespace) -> None:
-    """What can be checked before any work starts: the env id is registered, the extras are installed."""
+    """What can be checked before any work starts: the env id is registered, the names of plug-ins are known,
+    the extras are installed."""
     env_id = getattr(args, "env", None) or (getattr(args, "env_id", None) if args.command == "serve" else None)
     if env_id:
         check_env_id(env_id)
+    check_names(args)
     check_requirements(args)
 
 
