@@ -22,8 +22,6 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-import yaml
-
 from dreamer_gym.cli_args import (
     add_dataclass_arguments,
     apply_config_file,
@@ -35,7 +33,6 @@ from dreamer_gym.cli_args import (
 )
 from dreamer_gym.cli_errors import (
     INTERRUPTED,
-    TRAIN_MODULES,
     USAGE_ERROR,
     check_env_id,
     check_requirements,
@@ -48,6 +45,8 @@ from dreamer_gym.envs.frozen import REWARD_FIELDS
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.evaluation.failures import failure_summary
 from dreamer_gym.llm.config import LLMConfig
+from dreamer_gym.training.algorithms import ALGORITHMS, Algorithm, TrainOptions
+from dreamer_gym.training.logs import text_table
 
 # ConsolidationConfig fields that are not flags: what an env id freezes, and what is not command-line material
 # what --env and --reward-agent pick (the id's identity), and what is not command-line material
@@ -80,15 +79,6 @@ def _cmd_acquire(args: argparse.Namespace) -> int:
     print(json.dumps({"pool": str(args.out), "hash": pool.hash, "banks": [len(b) for b in pool.banks],
                       "trajectories": len(pool.trajectories)}))
     return 0
-
-
-def _table(rows: list[dict[str, object]]) -> str:
-    cols = list(rows[0])
-    widths = {c: max(len(c), *(len(f"{r[c]}") for r in rows)) for c in cols}
-    line = " | ".join(c.ljust(widths[c]) for c in cols)
-    sep = "-+-".join("-" * widths[c] for c in cols)
-    body = [" | ".join(f"{r[c]}".ljust(widths[c]) for c in cols) for r in rows]
-    return "\n".join([line, sep, *body])
 
 
 TRANSFER_COLUMNS = ("consolidator", "score before", "score after", "success before", "success after",
@@ -268,7 +258,7 @@ def failure_lines(results: dict[str, list[dict[str, object]]]) -> str:
 
 
 def _print_table(rows: list[dict[str, object]], results: dict[str, list[dict[str, object]]]) -> None:
-    print(_table(rows))
+    print(text_table(rows))
     failures = failure_lines(results)
     if failures:
         print(failures)
@@ -372,140 +362,34 @@ def _cmd_validity(args: argparse.Namespace) -> int:
     return 1 if failed and args.strict else 0
 
 
-TRAIN_ALGOS: dict[str, str] = {
-    "grpo": "our GRPO trainer (GRPOConfig, docs/grpo.md)",
-    "trl": "TRL's GRPOTrainer (a trl_recipe YAML: its settings are in the recipe, no field flags)",
-    "oplevel": "the op-level policy (OpLevelConfig, docs/byo.md)",
-    "sb3": "MaskablePPO on the op-level wrapper (SB3Config, docs/byo.md)",
-}
-
-
 def train_config_class(algo: str) -> type | None:
-    """The config dataclass whose fields are ``train --algo ALGO``'s flags (None for trl: its recipe holds them).
+    """The config dataclass whose fields are ``train --algo ALGO``'s flags (None for trl: its recipe holds them;
+    None for a name no algorithm has: ``--algo`` itself then says which exist).
 
     Raises:
         DependencyNotInstalled: the algorithm's extra is missing (checked before anything is imported: the
             op-level and SB3 configs live beside their torch trainers).
     """
-    if algo not in TRAIN_ALGOS:
+    if algo not in ALGORITHMS:
         return None
-    require(TRAIN_MODULES[algo], f"train --algo {algo}")
-    if algo == "grpo":
-        from dreamer_gym.training.config import GRPOConfig
-
-        return GRPOConfig
-    if algo == "oplevel":
-        from dreamer_gym.training.oplevel import OpLevelConfig
-
-        return OpLevelConfig
-    if algo == "sb3":
-        from dreamer_gym.training.sb3_oplevel import SB3Config
-
-        return SB3Config
-    return None
+    algorithm = ALGORITHMS.get(algo)
+    require(algorithm.needs, f"train --algo {algo}")
+    return algorithm.config_class()
 
 
 def _train_config(args: argparse.Namespace, cls: type) -> object:
     """``cls`` from the ``--config`` YAML, with the field flags given on the command line on top."""
-    return cls.load(args.train_config, **dataclass_kwargs(args, cls, dest_prefix="train."))  # type: ignore[attr-defined]
+    return ALGORITHMS.get(args.algo).load_config(args.train_config, dataclass_kwargs(args, cls, dest_prefix="train."))
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    """GRPO on an env id from a YAML config (flags override it); with ``--probe N``, only the signal probe.
-    ``--algo trl``: TRL's own GRPOTrainer from a recipe YAML (dreamer_gym/training/trl_recipe.py)."""
-    if args.algo == "trl":
-        from dreamer_gym.training import trl_recipe
-
-        if args.probe:
-            raise ConfigError("--probe is for --algo grpo; --algo trl takes its settings from the recipe's `trl:` "
-                              "section")
-        return trl_recipe.main([str(args.train_config), *(["--check"] if args.check else []),
-                                *(["--resume"] if args.resume else [])])
-    if args.algo == "oplevel":
-        return _train_oplevel(args)
-    if args.algo == "sb3":
-        if args.probe or args.check or args.resume:
-            raise ConfigError("--probe, --check and --resume are not for --algo sb3; drop them")
-        from dreamer_gym.training.sb3_oplevel import SB3Config, train_maskable_ppo
-
-        config = _train_config(args, SB3Config)
-        print(f"model: {train_maskable_ppo(config, progress=not args.quiet)}")  # type: ignore[arg-type]
-        return 0
-    if args.check or args.resume:
-        raise ConfigError("--check and --resume are for --algo trl (our trainer validates the config on load and "
-                          "always resumes from output_dir)")
-    from dreamer_gym.training.config import GRPOConfig
-
-    config: GRPOConfig = _train_config(args, GRPOConfig)  # type: ignore[assignment]
-    out = Path(config.output_dir)
-    if args.probe:
-        from dreamer_gym.envs.tracks import REGISTERED
-        from dreamer_gym.suites import get_suite_spec
-        from dreamer_gym.training.grpo import load_policy
-        from dreamer_gym.training.probe import probe_signal
-
-        model, tokenizer = load_policy(config.model, lora_r=0)
-        suite = {**REGISTERED[config.env_id], **config.env_overrides}.get("suite", "scienceworld")
-        families = list(config.families) or list(get_suite_spec(suite).families)
-        result = probe_signal(model, tokenizer, config.env_id, families, args.probe, config.num_generations,
-                              config.max_turns, config.seed, config.env_overrides, config.preview_words,
-                              config.temperature, config.grammar)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "probe.json").write_text(json.dumps(result, indent=1))
-        print(_table([{"family": f, **{k: v for k, v in r.items() if k != "tool_mix"}}
-                      for f, r in result.items() if f != "seconds"]))
-        print(f"\nwrote {out / 'probe.json'}")
-        return 0
-    from dreamer_gym.training.grpo import GRPOTrainer
-    from dreamer_gym.training.logs import learning_summary
-
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
-    trainer = GRPOTrainer(config)
-    try:
-        records = trainer.train(progress=not args.quiet)
-    finally:
-        trainer.close()
-    if (out / "log.jsonl").is_file():
-        print(f"curve: {_curve(out, 'GRPO')}")
-        print(learning_summary(out / "log.jsonl"))
-    if records:
-        last = records[-1]
-        print(f"step {last['step']}: reward {last['reward']:+.4f}, score changed in {last['score_changed']:.0%}, "
-              f"keep-all {last['keep_all']:.0%}; checkpoints in {out}")
-    return 0
-
-
-def _curve(out: Path, title: str) -> str:
-    """The learning curve's path, or why it was not drawn: a finished run never fails on its plot."""
-    import importlib.util
-
-    if importlib.util.find_spec("matplotlib") is None:
-        return 'not drawn (matplotlib is not installed: pip install "dreamer-gym[plots]"); the log is in log.jsonl'
-    from dreamer_gym.training.logs import plot_curve
-
-    return str(plot_curve(out / "log.jsonl", out / "curve.png", title=title))
-
-
-def _train_oplevel(args: argparse.Namespace) -> int:
-    """The op-level baseline (dreamer_gym/training/oplevel.py): a small torch policy over per-entry ops."""
-    if args.probe or args.check or args.resume:
-        raise ConfigError("--probe, --check and --resume are not for --algo oplevel; drop them")
-    from dreamer_gym.training.oplevel import OpLevelConfig, OpLevelTrainer
-
-    config: OpLevelConfig = _train_config(args, OpLevelConfig)  # type: ignore[assignment]
-    trainer = OpLevelTrainer(config)
-    try:
-        records = trainer.train(progress=not args.quiet)
-    finally:
-        trainer.close()
-    out = Path(config.output_dir)
-    print(f"curve: {_curve(out, 'op-level')}")
-    if records:
-        last = records[-1]
-        print(f"step {last['step']}: reward {last['reward']:+.4f}, best in batch {last['reward_max']:+.4f}; "
-              f"checkpoints in {out}")
-    return 0
+    """``train --algo NAME``: the registered algorithm's ``run`` on its config (the ``--config`` YAML, flags on top)."""
+    algorithm = ALGORITHMS.get(args.algo)
+    options = TrainOptions(config_path=Path(args.train_config), quiet=args.quiet, probe=args.probe, check=args.check,
+                           resume=args.resume)
+    algorithm.check_options(options)
+    cls = algorithm.config_class()
+    return algorithm(_train_config(args, cls) if cls is not None else None, options)
 
 
 def _cmd_power(args: argparse.Namespace) -> int:
@@ -572,8 +456,7 @@ def _add_train_parser(sub: argparse._SubParsersAction, algo: str | None) -> None
                        "(docs/byo.md)", description="Train a consolidator. The --config YAML gives the config "
                        "dataclass's fields; a flag of the same name overrides it (`train --algo ALGO --help` lists "
                        "ALGO's).")
-    p.add_argument("--algo", choices=tuple(TRAIN_ALGOS), default="grpo",
-                   help="; ".join(f"{k}: {v}" for k, v in TRAIN_ALGOS.items()))
+    p.add_argument("--algo", type=_algorithm_name, default="grpo", metavar="NAME", help=_algo_help())
     _config_flag(p, dest="train_config", required=True)
     p.add_argument("--probe", type=int, default=0, metavar="GROUPS",
                    help="--algo grpo: do not train: play GROUPS groups per family with the untrained policy and "
@@ -586,6 +469,20 @@ def _add_train_parser(sub: argparse._SubParsersAction, algo: str | None) -> None
         g = p.add_argument_group(f"--algo {algo}: {cls.__name__} fields (override the --config YAML's)")
         add_dataclass_arguments(g, cls, dest_prefix="train.", help_suffix="(dataclass default: {default})")
     p.set_defaults(func=_cmd_train)
+
+
+def _algorithm_name(name: str) -> str:
+    """``--algo``'s type: a name of the live registry (a plug-in's too), else the registry's error listing them."""
+    try:
+        return ALGORITHMS.validate(name)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _algo_help() -> str:
+    """Each algorithm's summary, read without importing any (a plug-in not yet loaded shows its reference)."""
+    refs = {name: ALGORITHMS.reference(name) for name in ALGORITHMS.names()}
+    return "; ".join(f"{name}: {ref.summary if isinstance(ref, Algorithm) else ref}" for name, ref in refs.items())
 
 
 def _train_algo(argv: list[str] | None) -> str | None:

@@ -32,11 +32,6 @@ EXTRA_OF: dict[str, str] = {
     **dict.fromkeys(("browsergym", "miniwob", "playwright"), "web"),
     "jsonschema": "leaderboard", "matplotlib": "plots",
 }
-# what `train --algo X` imports: its trainer and its config
-TRAIN_MODULES: dict[str, tuple[str, ...]] = {
-    "grpo": ("torch", "transformers", "peft"), "trl": ("torch", "transformers", "peft", "trl"),
-    "oplevel": ("torch",), "sb3": ("torch", "stable_baselines3", "sb3_contrib"),
-}
 
 
 def debug_requested(argv: Sequence[str]) -> bool:

@@ -206,7 +206,7 @@ def test_consolidators_is_a_deprecated_alias_of_consolidator() -> None:
 def test_train_flags_override_the_recipe() -> None:
     pytest.importorskip("torch")
     from dreamer_gym.cli import _train_config, parse_args
-    from dreamer_gym.training.oplevel import OpLevelConfig
+    from dreamer_gym.methods.oplevel.config import OpLevelConfig
 
     args = parse_args(["train", "--algo", "oplevel", "--config", "oplevel-cpu", "--group-size", "2",
                        "--region-seeds", "0", "1", "--env-overrides", '{"eval_in_family": 1}'])

@@ -8,7 +8,8 @@ import numpy as np
 
 import dreamer_gym  # noqa: F401  (registers the ids)
 from dreamer_gym.consolidators import make_consolidator, run_episode
-from dreamer_gym.envs.oplevel import DROP, MERGE, OpLevelWrapper
+from dreamer_gym.envs.ops import DROP, MERGE
+from dreamer_gym.methods.oplevel.wrapper import OpLevelWrapper
 
 env = OpLevelWrapper(gym.make("MemoryConsolidation-ScienceWorld-v1"))
 obs, info = env.reset(seed=0)  # obs: (50, 15) entry features; info["action_mask"]: (50, 4)

@@ -7,7 +7,8 @@ import gymnasium as gym
 from sb3_contrib import MaskablePPO
 
 import dreamer_gym  # noqa: F401  (registers the ids)
-from dreamer_gym.envs.oplevel import OPS, OpLevelWrapper
+from dreamer_gym.envs.ops import OPS
+from dreamer_gym.methods.oplevel.wrapper import OpLevelWrapper
 
 env = OpLevelWrapper(gym.make("MemoryConsolidation-ScienceWorld-v1"))
 # each step is a real commit (~1-5 s on 2 cores): keep n_steps small on a laptop

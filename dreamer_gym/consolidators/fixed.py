@@ -80,7 +80,7 @@ class ConsensusConsolidator:
     name = "consensus"
 
     def actions(self, env: gym.Env, obs: dict[str, Any], info: dict[str, Any]) -> Iterator[str]:
-        from dreamer_gym.envs.oplevel import DROP, MERGE, plan_calls
+        from dreamer_gym.envs.ops import DROP, MERGE, plan_calls
 
         region = info["region"]
         config = env.unwrapped.config

@@ -83,6 +83,26 @@ def plot_curve(log_path: Path, out: Path, window: int = 5, title: str = "GRPO") 
     return out
 
 
+def curve_or_reason(out: Path, title: str) -> str:
+    """``out/curve.png`` drawn from ``out/log.jsonl`` (its path), or why it was not: a finished run never fails on
+    its plot (matplotlib is an optional extra)."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        return 'not drawn (matplotlib is not installed: pip install "dreamer-gym[plots]"); the log is in log.jsonl'
+    return str(plot_curve(out / "log.jsonl", out / "curve.png", title=title))
+
+
+def text_table(rows: list[dict[str, object]]) -> str:
+    """``rows`` (same keys) as an aligned plain-text table: what the command line prints."""
+    cols = list(rows[0])
+    widths = {c: max(len(c), *(len(f"{r[c]}") for r in rows)) for c in cols}
+    line = " | ".join(c.ljust(widths[c]) for c in cols)
+    sep = "-+-".join("-" * widths[c] for c in cols)
+    body = [" | ".join(f"{r[c]}".ljust(widths[c]) for c in cols) for r in rows]
+    return "\n".join([line, sep, *body])
+
+
 def learning_summary(log_path: Path, window: int = 5) -> str:
     """What changed between the first and the last ``window`` steps of a run, as a markdown table: the reward,
     the shares of rollouts that moved the score / kept everything / kept nothing, the tool mix and what kind

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 import dreamer_gym  # noqa: F401 - registers the env ids
-from dreamer_gym.envs.oplevel import DROP, KEEP, MERGE, OpLevelWrapper, plan_calls
+from dreamer_gym.envs.ops import DROP, KEEP, MERGE, plan_calls
 from dreamer_gym.envs.wrappers import entry_features
+from dreamer_gym.methods.oplevel.wrapper import OpLevelWrapper
 from paired import gate, interleaved
 
 pytestmark = pytest.mark.jvm

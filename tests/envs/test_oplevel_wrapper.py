@@ -8,7 +8,8 @@ from gymnasium.utils.env_checker import check_env
 
 import dreamer_gym  # noqa: F401
 from dreamer_gym.consolidators import make_consolidator, run_episode
-from dreamer_gym.envs.oplevel import ABSTRACT, DROP, KEEP, MERGE, OPS, OpLevelWrapper
+from dreamer_gym.envs.ops import ABSTRACT, DROP, KEEP, MERGE, OPS
+from dreamer_gym.methods.oplevel.wrapper import OpLevelWrapper
 
 from helpers import make_env
 

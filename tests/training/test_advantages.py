@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from dreamer_gym.training.advantages import ESTIMATORS, gigpo_advantages, grpo_advantages, returns_to_go
+from dreamer_gym.methods.grpo.advantages import ESTIMATORS, gigpo_advantages, grpo_advantages, returns_to_go
 
 
 @dataclass

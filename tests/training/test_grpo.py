@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from dreamer_gym.training.commands import CommandState
-from dreamer_gym.training.config import GRPOConfig
-from dreamer_gym.training.grpo import GRPOTrainer, constrained_logprobs, decision_batch, load_policy
+from dreamer_gym.methods.grpo.commands import CommandState
+from dreamer_gym.methods.grpo.config import GRPOConfig
+from dreamer_gym.methods.grpo.trainer import GRPOTrainer, constrained_logprobs, decision_batch, load_policy
 from dreamer_gym.training.logs import plot_curve, read_log
 
 pytestmark = pytest.mark.jvm
@@ -187,7 +187,7 @@ def test_ops_grammar_decides_one_op_per_group_in_order_then_plays_the_op_level_r
     import json
 
     from dreamer_gym.envs.consolidation import ConsolidationEnv
-    from dreamer_gym.envs.oplevel import DROP, KEEP, MERGE, entry_classes, plan_calls
+    from dreamer_gym.envs.ops import DROP, KEEP, MERGE, entry_classes, plan_calls
 
     env = ConsolidationEnv.experiment("MemoryConsolidation-ScienceWorld-v1", **CHEAP)
     try:

@@ -15,11 +15,11 @@ import pytest
 import torch
 
 from dreamer_gym.envs.consolidation import ConsolidationEnv
-from dreamer_gym.envs.oplevel import OPS
+from dreamer_gym.envs.ops import OPS
 from dreamer_gym.errors import ConfigError
-from dreamer_gym.training.commands import CommandState
+from dreamer_gym.methods.grpo.commands import CommandState
+from dreamer_gym.methods.grpo.trl_env import commit_reward, make_environment_factory
 from dreamer_gym.training.learning_signal import check_batch
-from dreamer_gym.training.trl_env import commit_reward, make_environment_factory
 
 ENV_ID = "MemoryConsolidation-ScienceWorld-v1"
 SIGNAL_LOGGER = "dreamer_gym.training.learning_signal"
@@ -129,8 +129,8 @@ def test_a_grpo_step_without_reward_spread_warns_in_log_jsonl(tiny_model_dir: Pa
                                                               tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """A collapsed policy (temperature 1e-4: the G rollouts of a group write the same commands) gets one reward
     per group: the step warns, in the log and in ``log.jsonl``."""
-    from dreamer_gym.training.config import GRPOConfig
-    from dreamer_gym.training.grpo import GRPOTrainer
+    from dreamer_gym.methods.grpo.config import GRPOConfig
+    from dreamer_gym.methods.grpo.trainer import GRPOTrainer
     from dreamer_gym.training.logs import read_log
 
     caplog.set_level(logging.WARNING)
@@ -153,8 +153,8 @@ def test_a_grpo_step_without_reward_spread_warns_in_log_jsonl(tiny_model_dir: Pa
 def test_an_oplevel_step_without_reward_spread_warns_in_log_jsonl(toy_overrides: dict, tmp_path: Path,
                                                                   caplog: pytest.LogCaptureFixture) -> None:
     """A policy collapsed onto ``keep`` commits the region unchanged in every sample: one reward, a warning."""
+    from dreamer_gym.methods.oplevel.trainer import OpLevelConfig, OpLevelTrainer
     from dreamer_gym.training.logs import read_log
-    from dreamer_gym.training.oplevel import OpLevelConfig, OpLevelTrainer
 
     caplog.set_level(logging.WARNING)
     config = OpLevelConfig(env_overrides=toy_overrides, region_seeds=(0,), steps=1, regions_per_step=1, group_size=3,
@@ -178,7 +178,7 @@ def test_an_oplevel_step_without_reward_spread_warns_in_log_jsonl(toy_overrides:
 
 def test_sb3_shows_progress_and_logs_flat_rollouts(toy_overrides: dict, tmp_path: Path,
                                                    capfd: pytest.CaptureFixture[str]) -> None:
-    from dreamer_gym.training.sb3_oplevel import SB3Config, train_maskable_ppo
+    from dreamer_gym.methods.oplevel.sb3 import SB3Config, train_maskable_ppo
 
     config = SB3Config(env_overrides=toy_overrides, region_seeds=(0, 1), total_timesteps=4, n_steps=2, batch_size=2,
                        n_epochs=1, output_dir=str(tmp_path / "on"))
@@ -213,8 +213,8 @@ def _text_recipe(model: Path, out: Path, overrides: dict, grammar: str) -> dict:
 @pytest.mark.parametrize("grammar", ["drop", "ops"])
 def test_trl_text_path_trains_under_every_grammar(tiny_model_dir: Path, toy_overrides: dict, tmp_path: Path,
                                                   grammar: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dreamer_gym.training.commands import GRAMMARS
-    from dreamer_gym.training.trl_recipe import build_trl_trainer
+    from dreamer_gym.methods.grpo.commands import GRAMMARS
+    from dreamer_gym.methods.grpo.trl_recipe import build_trl_trainer
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     trainer, closer = build_trl_trainer(_text_recipe(tiny_model_dir, tmp_path, toy_overrides, grammar))
@@ -230,8 +230,8 @@ def test_trl_text_path_trains_under_every_grammar(tiny_model_dir: Path, toy_over
 
 
 def test_the_tools_path_refuses_a_grammar_and_says_why() -> None:
-    from dreamer_gym.training.trl_bridge import make_rollout_func
-    from dreamer_gym.training.trl_recipe import load_recipe
+    from dreamer_gym.methods.grpo.trl_bridge import make_rollout_func
+    from dreamer_gym.methods.grpo.trl_recipe import load_recipe
 
     recipe = {"path": "tools", "env": {"env_id": ENV_ID, "grammar": "ops"}, "model": {"name": "x"}}
     with pytest.raises(ConfigError, match=r"`env.grammar` \('ops'\) is for path: text.*nothing to constrain"):

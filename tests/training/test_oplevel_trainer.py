@@ -10,10 +10,11 @@ import torch
 
 import dreamer_gym  # noqa: F401
 from dreamer_gym.consolidators import make_consolidator, run_episode
-from dreamer_gym.envs.oplevel import OpLevelWrapper, entry_classes, first_members
+from dreamer_gym.envs.ops import entry_classes, first_members
 from dreamer_gym.envs.wrappers import ENTRY_FEATURES
 from dreamer_gym.errors import ConfigError
-from dreamer_gym.training.oplevel import OpLevelConfig, OpLevelTrainer, OpPolicy, group_advantages, load_policy
+from dreamer_gym.methods.oplevel.trainer import OpLevelConfig, OpLevelTrainer, OpPolicy, group_advantages, load_policy
+from dreamer_gym.methods.oplevel.wrapper import OpLevelWrapper
 
 from helpers import make_env
 
@@ -97,7 +98,7 @@ def test_a_consensus_warm_start_makes_the_greedy_policy_the_rule_before_any_comm
     """warm_start: consensus fits the policy to merge-procedures/drop-the-rest on the training regions' features
     (resets only), smoothed so that it still samples other ops; RL then starts from the rule. No commit is made
     (no simulator needed)."""
-    from dreamer_gym.training.oplevel import consensus_ops
+    from dreamer_gym.methods.oplevel.trainer import consensus_ops
 
     config = OpLevelConfig(region_seeds=(0, 1, 2), output_dir=str(tmp_path), warm_start="consensus",
                            warm_start_steps=150, seed=0)

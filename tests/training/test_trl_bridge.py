@@ -1,5 +1,5 @@
 """TRL's own ``GRPOTrainer`` on the real env (ScienceWorld through the process reward service) through
-:mod:`dreamer_gym.training.trl_bridge`'s ``rollout_func``, with a tiny random Llama that uses SmolLM2's real
+:mod:`dreamer_gym.methods.grpo.trl_bridge`'s ``rollout_func``, with a tiny random Llama that uses SmolLM2's real
 tokenizer and chat template: LoRA parameters change, the logged losses are finite, the rewards TRL used are
 the env's, and the ``env_mask`` TRL got is 0 exactly on the env's messages."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from dreamer_gym.training.decoding import TurnFormat
-from dreamer_gym.training.trl_bridge import (
+from dreamer_gym.methods.grpo.decoding import TurnFormat
+from dreamer_gym.methods.grpo.trl_bridge import (
     RolloutFunc,
     _groups,
     env_reward,

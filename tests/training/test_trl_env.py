@@ -18,7 +18,7 @@ from transformers.utils.chat_template_utils import render_jinja_template
 
 from dreamer_gym.envs.tools import TOOLS
 from dreamer_gym.memory import KINDS
-from dreamer_gym.training.trl_env import (
+from dreamer_gym.methods.grpo.trl_env import (
     EPISODE_OVER,
     ConsolidationToolEnv,
     commit_reward,

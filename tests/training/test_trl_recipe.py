@@ -1,4 +1,4 @@
-"""The TRL recipe (:mod:`dreamer_gym.training.trl_recipe`): one YAML -> a ready ``GRPOTrainer``.
+"""The TRL recipe (:mod:`dreamer_gym.methods.grpo.trl_recipe`): one YAML -> a ready ``GRPOTrainer``.
 
 The tools path runs one real step of TRL's ``environment_factory`` machinery on the real env (ScienceWorld through
 the default process reward service) with a tiny random Llama that uses SmolLM2's tokenizer and TRL's own Qwen3
@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from dreamer_gym.errors import ConfigError
-from dreamer_gym.training.trl_recipe import (
+from dreamer_gym.methods.grpo.trl_recipe import (
     TOOLS_USER_MESSAGE,
     Recipe,
     build_trl_trainer,
@@ -97,7 +97,7 @@ def test_tools_path_trains_one_step_on_the_env(tiny_model_dir: Path, tmp_path: P
 
 
 def test_tool_dataset_rows_are_the_reset_arguments() -> None:
-    from dreamer_gym.training.trl_bridge import make_dataset, parse_prompt
+    from dreamer_gym.methods.grpo.trl_bridge import make_dataset, parse_prompt
 
     data = make_tool_dataset(3, seed=0, families=("grow-plant", "boil"))
     assert data.column_names == ["prompt", "seed", "family"]
