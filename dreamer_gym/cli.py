@@ -613,20 +613,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def check_names(args: argparse.Namespace) -> None:
-    """Every flag that names a plug-in (executor, reward service, reward agent, LLM backend) against the live
-    registries, so a name registered or installed as an entry point works and a typo fails before any work,
-    naming the flag and the choices (argparse ``choices=`` would freeze them at import)."""
+    """Every flag that names a plug-in (executor, reward service, reward agent) against the live registries, so a
+    name registered or installed as an entry point works and a typo fails before any work, naming the flag and
+    the choices. (The LLM backend flags take the live registry as argparse choices: LLMConfig's metadata.)"""
     from dreamer_gym.agents import resolve_reward_agent
     from dreamer_gym.contract.registry import SERVICES
     from dreamer_gym.evaluation.executors import validate_executor
-    from dreamer_gym.llm.registry import BACKENDS
 
     given = vars(args)
     checks = [("--reward-agent", given.get("reward_agent"), resolve_reward_agent),
-              ("--executor", given.get("env.executor"), validate_executor)]
-    checks += [(f"--{flag}", given.get(dest), registry.validate) for flag, dest, registry in (
-        ("service", "env.service", SERVICES), ("backend", "llm.backend", BACKENDS),
-        *((f"{role}-backend", f"{role}_llm.backend", BACKENDS) for role in LLM_ROLES))]
+              ("--executor", given.get("env.executor"), validate_executor),
+              ("--service", given.get("env.service"), SERVICES.validate)]
     for flag, value, validate in checks:
         try:
             if value is not None:

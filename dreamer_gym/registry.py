@@ -110,8 +110,9 @@ class Registry(Generic[T]):
         return {ep.name: ep.value for ep in entry_points(group=self.group)}
 
     def names(self) -> tuple[str, ...]:
-        """Every name this process can load now: registered, built-in and installed as entry points."""
-        return tuple(sorted({*self._registered, *self.builtins, *self._plugins()}))
+        """Every name this process can load now: the built-ins in their declared order, then names registered
+        at run time, then installed entry points (each once)."""
+        return tuple(dict.fromkeys([*self.builtins, *self._registered, *self._plugins()]))
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and name in self.names()

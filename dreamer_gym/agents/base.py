@@ -11,6 +11,7 @@ from dreamer_gym.memory import MemoryEntry
 from dreamer_gym.memory.hashing import content_hash
 from dreamer_gym.suites.base import EpisodeTask, TaskSuite
 
+
 @dataclass(frozen=True)
 class AgentConfig:
     """What defines a downstream agent's behaviour; its hash is part of every evaluation-cache key."""

@@ -58,7 +58,8 @@ _HOW_TO_REGISTER = (
 
 
 CONSOLIDATORS: Registry[Callable[..., Consolidator]] = Registry(
-    "consolidator", ENTRY_POINT_GROUP, BUILTIN, option="--consolidator", check=callable_as("a class or factory"), how=_HOW_TO_REGISTER)
+    "consolidator", ENTRY_POINT_GROUP, BUILTIN, option="--consolidator", check=callable_as("a class or factory"),
+    how=_HOW_TO_REGISTER)
 
 
 def register_consolidator(name: str, factory: str | Callable[..., Consolidator], *, replace: bool = False) -> None:

@@ -21,9 +21,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from dreamer_gym.agents import AgentConfig, DownstreamAgent, EpisodeResult, make_agent
 from dreamer_gym.errors import ConfigError
-from dreamer_gym.registry import Registry, callable_as
 from dreamer_gym.evaluation.episodes import EvalTask
 from dreamer_gym.evaluation.play import Simulator, play_guarded
+from dreamer_gym.registry import Registry, callable_as
 from dreamer_gym.suites import SuiteSpec, register_suite
 from dreamer_gym.suites.base import TaskSuite
 
@@ -144,7 +144,7 @@ def __getattr__(name: str) -> Any:
 
 
 def validate_executor(name: str) -> str:
-    """``name`` if it is one of :func:`executor_choices`, else the ConfigError that lists them and says how to add one."""
+    """``name`` if it is one of :func:`executor_choices`, else the ConfigError that lists them and how to add one."""
     if name != "auto" and name not in EXECUTORS:
         raise ConfigError(f"Expected `executor` to be one of {executor_choices()}, got {name!r}; register your own "
                           f"with {EXECUTORS.how_to()}")

@@ -182,7 +182,7 @@ def tracks_dir() -> Path:
 
 # --- the track registry: the shipped YAMLs (the frozen record) plus tracks registered by name ---------------------
 TRACKS: Registry[Any] = Registry(
-    "track", "dreamer_gym.tracks", {p.stem: p for p in tracks_dir().glob("*.yaml")}, option="track",
+    "track", "dreamer_gym.tracks", {p.stem: p for p in sorted(tracks_dir().glob("*.yaml"))}, option="track",
     how="dreamer_gym.leaderboard.register_track(name, path_or_track) or an entry point in the 'dreamer_gym.tracks' "
         "group (mine = \"my_pkg.tracks:MY_TRACK\", a Track or the Path of its YAML file)")
 

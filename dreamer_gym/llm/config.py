@@ -14,7 +14,8 @@ from dreamer_gym.llm.registry import BACKENDS
 @dataclass(frozen=True)
 class LLMConfig:
     backend: str = field(default="transformers", metadata={
-        "help": "transformers | vllm | openai, or a registered backend (dreamer_gym.llm.register_backend)"})
+        "help": "transformers | vllm | openai, or a registered backend (dreamer_gym.llm.register_backend)",
+        "choices": BACKENDS})  # the live registry: the CLI's choices are what is registered when it parses
     model: str = field(default=SMOLLM2_ALIAS, metadata={
         "help": "hub id, local folder, served model name, or 'smollm2-135m' (the bundled CPU default)"})
     gguf_file: str | None = field(default=None, metadata={"help": "transformers: a GGUF file inside `model`"})
