@@ -41,7 +41,7 @@ from dreamer_gym.cli_errors import (
     require,
 )
 from dreamer_gym.envs.config import ConsolidationConfig
-from dreamer_gym.envs.frozen import REWARD_FIELDS
+from dreamer_gym.contract.frozen import REWARD_FIELDS
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.evaluation.failures import failure_summary
 from dreamer_gym.llm.config import LLMConfig
@@ -135,7 +135,7 @@ def _env_id(args: argparse.Namespace) -> str:
     Raises:
         ConfigError: the id has no variant for that reward agent.
     """
-    from dreamer_gym.envs.tracks import LLM_VARIANTS, REGISTERED
+    from dreamer_gym.contract.ids import LLM_VARIANTS, REGISTERED
 
     if args.reward_agent == "llm" and REGISTERED.get(args.env, {}).get("reward_agent") != "llm":
         if args.env not in LLM_VARIANTS:
@@ -265,7 +265,7 @@ def _print_table(rows: list[dict[str, object]], results: dict[str, list[dict[str
 
 
 def _header(args: argparse.Namespace, families: int, config: ConsolidationConfig) -> str:
-    from dreamer_gym.envs.frozen import comparable_id
+    from dreamer_gym.contract.frozen import comparable_id
 
     agent = f"{config.agent_config().name} agent" if config.llm is None else f"LLM agent ({config.llm.model})"
     label = "" if comparable_id(config) else " [experiment: reward fields changed, NOT comparable to the id]"
@@ -284,7 +284,7 @@ def _cmd_consolidate(args: argparse.Namespace) -> int:
 def _cmd_transfer(args: argparse.Namespace) -> int:
     """The transfer track: the same consolidator(s), unchanged, on the train suite and every held-out suite;
     one table per suite. A suite this machine cannot run is listed with the reason, not skipped silently."""
-    from dreamer_gym.envs.tracks import TRANSFER_TRACK
+    from dreamer_gym.contract.ids import TRANSFER_TRACK
     from dreamer_gym.errors import DreamerGymError
 
     names = _names(args.consolidator)
@@ -567,7 +567,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     add_serve_arguments(p)
     p.set_defaults(func=run_server)
 
-    from dreamer_gym.leaderboard.cli import add_parser as add_leaderboard_parser
+    from dreamer_gym.leaderboard.board_commands import add_parser as add_leaderboard_parser
 
     add_leaderboard_parser(sub)
 

@@ -22,6 +22,8 @@ from dreamer_gym.suites.spec import importable
 
 USAGE_ERROR = 2  # what argparse exits with on a bad argument: the same for every bad argument
 INTERRUPTED = 130
+# OpenEnv's install line (docs/byo.md): its declared pins conflict with ours, so it goes in without its dependencies
+OPENENV_INSTALL = 'pip install --no-deps openenv-core==0.3.0 && pip install "fastmcp-slim[client]==4.2.3"'
 # an importable top-level module -> the pyproject extra that installs it
 EXTRA_OF: dict[str, str] = {
     **dict.fromkeys(("torch", "transformers", "trl", "peft", "xgrammar", "openai", "gguf"), "llm"),
@@ -42,9 +44,7 @@ def debug_requested(argv: Sequence[str]) -> bool:
 def install_hint(extra: str) -> str:
     """The command that installs ``extra`` (OpenEnv's is the one docs/byo.md gives: it conflicts with our pins)."""
     if extra == "openenv":
-        from dreamer_gym.remote.openenv_server import INSTALL
-
-        return INSTALL
+        return OPENENV_INSTALL
     return f'pip install "dreamer-gym[{extra}]"'
 
 

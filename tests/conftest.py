@@ -13,7 +13,7 @@ import gymnasium as gym
 import pytest
 
 import dreamer_gym  # noqa: F401 - registers the ids
-from dreamer_gym.envs.tracks import LATEST_IDS, REGISTERED
+from dreamer_gym.contract.ids import LATEST_IDS, REGISTERED
 from dreamer_gym.pool import BankPool, load_pool
 
 from helpers import make_env

@@ -58,7 +58,7 @@ def test_unknown_consolidator_is_a_clear_error() -> None:
 def test_transfer_track_runs_every_suite_it_can_and_names_why_not_the_others(tmp_path: Path) -> None:
     """One consolidator set, unchanged, on ScienceWorld, ALFWorldGen and MiniWoB; the official ALFWorld
     and WebArena ids are listed with the reason they cannot run here."""
-    from dreamer_gym.envs.tracks import TRANSFER_TRACK
+    from dreamer_gym.contract.ids import TRANSFER_TRACK
 
     out = tmp_path / "transfer.json"
     env = {"ALFWORLD_DATA": str(tmp_path / "no-alfworld")} | {k: "" for k in ("WA_SHOPPING", "WA_REDDIT")}

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from dreamer_gym.acquisition import AcquisitionConfig, acquire
-from dreamer_gym.envs.tracks import SCIENCEWORLD_POOL_HASH
+from dreamer_gym.contract.ids import SCIENCEWORLD_POOL_HASH
 from dreamer_gym.errors import PoolHashMismatch
 from dreamer_gym.pool import load_pool
 from dreamer_gym.suites.scienceworld import ScienceWorldSuite

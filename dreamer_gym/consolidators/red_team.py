@@ -58,7 +58,7 @@ class ConstantTrainConsolidator:
         self._texts: dict[str, list[tuple[str, str]]] = {}
 
     def texts(self, env: gym.Env) -> list[tuple[str, str]]:
-        from dreamer_gym.envs.tracks import ENV_IDS
+        from dreamer_gym.contract.ids import ENV_IDS
         from dreamer_gym.suites import get_suite_spec
 
         suite = self.source_suite or env.unwrapped.config.suite

@@ -12,7 +12,7 @@ from gymnasium import spaces
 
 from dreamer_gym.agents import check_agent_available
 from dreamer_gym.envs.config import ConsolidationConfig
-from dreamer_gym.envs.frozen import check_frozen
+from dreamer_gym.contract.frozen import check_frozen
 from dreamer_gym.envs.observation import RegionView, entry_dict
 from dreamer_gym.envs.spaces import ToolCallSpace, sanitize, text_space
 from dreamer_gym.envs.tools import TOOLS, ToolError, Workspace, parse_action
@@ -112,7 +112,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         """An experiment on a registered id: its settings with ``overrides``, any field included. Not the id:
         where an override changes what the reward measures, commits say ``comparable: False`` (``gym.make``
         of the id itself refuses such overrides with ``FrozenParameterError``)."""
-        from dreamer_gym.envs.tracks import REGISTERED
+        from dreamer_gym.contract.ids import REGISTERED
 
         if env_id not in REGISTERED:
             raise ConfigError(f"Unknown env id {env_id!r}; registered: {sorted(REGISTERED)}")

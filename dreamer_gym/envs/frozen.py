@@ -1,15 +1,4 @@
-"""The frozen-field checks, re-exported: they live in :mod:`dreamer_gym.contract.frozen` (issue 28).
+"""Moved to dreamer_gym.contract.frozen (issue 28); this shim goes in 0.3."""
+from dreamer_gym._moved import forward
 
-Import from there; this path stays for one version (it goes in 0.3)."""
-from dreamer_gym.contract.frozen import (
-    BUDGET_FIELDS,
-    LLM_REWARD_FIELDS,
-    REWARD_FIELDS,
-    budgets,
-    check_frozen,
-    comparable_id,
-    reward_definition,
-)
-
-__all__ = ["BUDGET_FIELDS", "LLM_REWARD_FIELDS", "REWARD_FIELDS", "budgets", "check_frozen", "comparable_id",
-           "reward_definition"]
+__getattr__ = forward(__name__, "dreamer_gym.contract.frozen")

@@ -227,7 +227,7 @@ def parallel_env(env_id: str = "MemoryConsolidationParallel-ScienceWorld-v1", n_
                  **kwargs: Any) -> ConsolidationParallelEnv:
     """The parallel id ``env_id``: the single-agent id's settings and frozen fields, ``n_agents`` agents;
     ``kwargs`` override free fields (a frozen one raises ``FrozenParameterError``, as ``gym.make`` does)."""
-    from dreamer_gym.envs.tracks import REGISTERED
+    from dreamer_gym.contract.ids import REGISTERED
 
     if env_id not in PARALLEL_IDS:
         raise ConfigError(f"Unknown parallel env id {env_id!r}; ids: {sorted(PARALLEL_IDS)}")

@@ -1,6 +1,4 @@
-"""The reward function, re-exported: it lives in :mod:`dreamer_gym.contract.reward` (issue 28).
+"""Moved to dreamer_gym.contract.reward (issue 28); this shim goes in 0.3."""
+from dreamer_gym._moved import forward
 
-Import from there; this path stays for one version (it goes in 0.3)."""
-from dreamer_gym.contract.reward import RewardBreakdown, mean_score, reward_from_results, size_term
-
-__all__ = ["RewardBreakdown", "mean_score", "reward_from_results", "size_term"]
+__getattr__ = forward(__name__, "dreamer_gym.contract.reward")

@@ -1,26 +1,4 @@
-"""The registered env ids, re-exported: they live in :mod:`dreamer_gym.contract.ids` (issue 28).
+"""Moved to dreamer_gym.contract.ids (issue 28); this shim goes in 0.3."""
+from dreamer_gym._moved import forward
 
-Import from there; this path stays for one version (it goes in 0.3)."""
-from dreamer_gym.contract.ids import (
-    ALFWORLD,
-    ALFWORLD_GEN,
-    ALFWORLD_GEN_POOL_HASH,
-    DEFAULT_FAMILIES,
-    ENV_IDS,
-    FROZEN_FIELDS,
-    LATEST_IDS,
-    LLM_VARIANTS,
-    MINIWOB,
-    MINIWOB_POOL_HASH,
-    REGISTERED,
-    SCIENCEWORLD,
-    SCIENCEWORLD_POOL_HASH,
-    SUPERSEDED,
-    TRANSFER_TRACK,
-    WEBARENA,
-    EnvIdSpec,
-)
-
-__all__ = ["ALFWORLD", "ALFWORLD_GEN", "ALFWORLD_GEN_POOL_HASH", "DEFAULT_FAMILIES", "ENV_IDS", "FROZEN_FIELDS",
-           "LATEST_IDS", "LLM_VARIANTS", "MINIWOB", "MINIWOB_POOL_HASH", "REGISTERED", "SCIENCEWORLD",
-           "SCIENCEWORLD_POOL_HASH", "SUPERSEDED", "TRANSFER_TRACK", "WEBARENA", "EnvIdSpec"]
+__getattr__ = forward(__name__, "dreamer_gym.contract.ids")

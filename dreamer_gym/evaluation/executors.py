@@ -99,22 +99,13 @@ def _in_process(spec: SuiteSpec, suite_kwargs: Mapping[str, Any], agent_config: 
     return InProcessExecutor(spec, suite_kwargs, agent_config, agent=agent)
 
 
-def _local_processes(spec: SuiteSpec, suite_kwargs: Mapping[str, Any], agent_config: AgentConfig, *,
-                     workers: int, max_restarts: int, agent: DownstreamAgent | None, **options: Any) -> Executor:
-    from dreamer_gym.evaluation.process_executor import LocalProcessExecutor
-
-    return LocalProcessExecutor(spec, suite_kwargs, agent_config, workers=workers, max_restarts=max_restarts)
-
-
-def _ray_actors(spec: SuiteSpec, suite_kwargs: Mapping[str, Any], agent_config: AgentConfig, *, workers: int,
-                max_restarts: int, agent: DownstreamAgent | None, **options: Any) -> Executor:
-    from dreamer_gym.evaluation.ray_executor import RayExecutor
-
-    return RayExecutor(spec, suite_kwargs, agent_config, actors=workers, max_restarts=max_restarts, **options)
-
-
 EXECUTORS: Registry[Callable[..., Executor]] = Registry(
-    "executor", "dreamer_gym.executors", {"inprocess": _in_process, "process": _local_processes, "ray": _ray_actors},
+    "executor", "dreamer_gym.executors", {
+        "inprocess": _in_process,
+        # named, not imported: those modules import this one (the Executor protocol), never the reverse
+        "process": "dreamer_gym.evaluation.process_executor:local_processes",
+        "ray": "dreamer_gym.evaluation.ray_executor:ray_actors",
+    },
     option="executor", check=callable_as("a builder (spec, suite_kwargs, agent_config, *, workers, max_restarts, "
                                          "agent, **options) -> Executor"),
     how="dreamer_gym.evaluation.register_executor(name, builder) or an entry point in the 'dreamer_gym.executors' "

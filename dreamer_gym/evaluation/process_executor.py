@@ -23,10 +23,10 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from dreamer_gym.agents import AgentConfig, EpisodeResult, make_agent
+from dreamer_gym.agents import AgentConfig, DownstreamAgent, EpisodeResult, make_agent
 from dreamer_gym.errors import ConfigError, SuiteError
 from dreamer_gym.evaluation.episodes import EvalTask
-from dreamer_gym.evaluation.executors import OnResult
+from dreamer_gym.evaluation.executors import Executor, OnResult
 from dreamer_gym.evaluation.play import Simulator, play_guarded
 from dreamer_gym.suites import SuiteSpec, register_suite
 
@@ -219,3 +219,9 @@ class LocalProcessExecutor:
             process.kill()
             process.join(5)
         worker.conn.close()
+
+
+def local_processes(spec: SuiteSpec, suite_kwargs: Mapping[str, Any], agent_config: AgentConfig, *,
+                    workers: int, max_restarts: int, agent: DownstreamAgent | None, **options: Any) -> Executor:
+    """The ``process`` executor's builder (:data:`~dreamer_gym.evaluation.executors.EXECUTORS`)."""
+    return LocalProcessExecutor(spec, suite_kwargs, agent_config, workers=workers, max_restarts=max_restarts)

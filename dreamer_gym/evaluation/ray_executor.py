@@ -28,10 +28,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dreamer_gym.agents import AgentConfig, EpisodeResult, make_agent
+from dreamer_gym.agents import AgentConfig, DownstreamAgent, EpisodeResult, make_agent
 from dreamer_gym.errors import ConfigError, SuiteError
 from dreamer_gym.evaluation.episodes import EvalTask
-from dreamer_gym.evaluation.executors import OnResult
+from dreamer_gym.evaluation.executors import Executor, OnResult
 from dreamer_gym.evaluation.play import Simulator, play_guarded
 from dreamer_gym.evaluation.process_executor import worker_payload
 from dreamer_gym.suites import SuiteSpec, register_suite
@@ -244,3 +244,9 @@ class RayExecutor:
             self._ray.kill(actor.handle)
         except Exception:  # noqa: BLE001 - already gone
             pass
+
+
+def ray_actors(spec: SuiteSpec, suite_kwargs: Mapping[str, Any], agent_config: AgentConfig, *, workers: int,
+               max_restarts: int, agent: DownstreamAgent | None, **options: Any) -> Executor:
+    """The ``ray`` executor's builder (:data:`~dreamer_gym.evaluation.executors.EXECUTORS`): ``workers`` actors."""
+    return RayExecutor(spec, suite_kwargs, agent_config, actors=workers, max_restarts=max_restarts, **options)

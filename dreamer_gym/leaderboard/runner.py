@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from dreamer_gym.consolidators.base import Consolidator, run_episode
-from dreamer_gym.envs.frozen import check_frozen
+from dreamer_gym.contract.frozen import check_frozen
 from dreamer_gym.leaderboard.tracks import Track, TransferTrack
 from dreamer_gym.service import make_reward_service
 

@@ -5,7 +5,7 @@ OpenEnv (``openenv-core``) is what TRL, SkyRL and verifiers speak to remote envi
 routes (``/reset``, ``/step``, ``/state``, ``/metadata``, ``/schema``, ``/health``). The app here is built by
 OpenEnv's own factory around :class:`ConsolidationEnvironment`, so any OpenEnv client can train on an id::
 
-    python -m dreamer_gym.remote.openenv_server MemoryConsolidation-ScienceWorld-v1 --port 8000
+    dreamer-gym serve MemoryConsolidation-ScienceWorld-v1 --port 8000
 
     from dreamer_gym.remote.openenv_server import ConsolidationEnvClient
     with ConsolidationEnvClient(base_url="http://127.0.0.1:8000").sync() as env:
@@ -37,7 +37,6 @@ import functools
 import importlib.util
 import json
 import math
-import sys
 import types
 import uuid
 from collections.abc import Mapping
@@ -49,7 +48,7 @@ import numpy as np
 from dreamer_gym.cli_args import json_object
 from dreamer_gym.errors import ConfigError
 
-INSTALL = 'pip install --no-deps openenv-core==0.3.0 && pip install "fastmcp-slim[client]==4.2.3"'
+from dreamer_gym.cli_errors import OPENENV_INSTALL as INSTALL
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 _CLASSES = ("ConsolidationAction", "ConsolidationObservation", "ConsolidationEnvironment", "ConsolidationEnvClient")
@@ -396,20 +395,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``dreamer-gym serve ENV_ID [--host H] [--port P] ...``: 0 after the server stops, 2 (one line) on an
-    expected error, as every ``dreamer-gym`` command."""
-    from dreamer_gym.cli import main as cli_main
-
-    return cli_main(["serve", *(sys.argv[1:] if argv is None else argv)])
-
 
 def run(args: argparse.Namespace) -> int:
     """Serve what ``args`` (from :func:`add_arguments`) names."""
     serve(args.env_id, args.host, args.port, max_sessions=args.max_sessions, log_level=args.log_level,
           **args.env_kwargs)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

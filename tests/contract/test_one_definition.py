@@ -22,7 +22,7 @@ DEFINITION = PACKAGE / "contract" / "definition.py"
 PROVENANCE = {"suite", "pool", "pool_hash"}
 # Classes that declare a parameter's name for something else: a suite's own default (which the definition's
 # None resolves to), the limits a running episode was handed by its config, a lab study's own sample sizes.
-NOT_THE_CONTRACT = {("suites/spec.py", "SuiteSpec"), ("envs/tools.py", "Workspace"), ("studies/llm_study.py", "LLMStudyConfig")}
+NOT_THE_CONTRACT = {("suites/spec.py", "SuiteSpec"), ("envs/tools.py", "Workspace")}
 
 
 def _modules() -> list[tuple[str, ast.Module]]:

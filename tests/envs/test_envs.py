@@ -18,7 +18,7 @@ import pytest
 
 from dreamer_gym.envs.config import ConsolidationConfig
 from dreamer_gym.envs.consolidation import ConsolidationEnv
-from dreamer_gym.envs.tracks import REGISTERED
+from dreamer_gym.contract.ids import REGISTERED
 from dreamer_gym.errors import ConfigError, FrozenParameterError, PoolHashMismatch
 from dreamer_gym.memory import KINDS, select_by_family
 

@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from dreamer_gym.envs.tracks import ENV_IDS
+from dreamer_gym.contract.ids import ENV_IDS
 from dreamer_gym.leaderboard import load_track
 from dreamer_gym.pool import load_pool
 from dreamer_gym.service.referee import draw_episodes

@@ -9,7 +9,7 @@ import pytest
 
 import dreamer_gym  # noqa: F401 - registers the ids
 from dreamer_gym.consolidators import make_consolidator, run_episode
-from dreamer_gym.envs.tracks import LLM_VARIANTS
+from dreamer_gym.contract.ids import LLM_VARIANTS
 from dreamer_gym.errors import SuiteError
 from dreamer_gym.suites.webarena import WEBARENA_VARS
 

@@ -6,7 +6,7 @@ import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from dreamer_gym.envs.tracks import LATEST_IDS, REGISTERED
+from dreamer_gym.contract.ids import LATEST_IDS, REGISTERED
 from dreamer_gym.errors import ConfigError, FrozenParameterError
 
 from helpers import call, make_env

@@ -282,7 +282,7 @@ def test_a_contender_that_submits_the_oracles_banks_is_rejected(submission: dict
 def test_an_llm_consolidator_records_its_model_backend_and_decoding(tmp_path: Path) -> None:
     """Only greedy LLM rows rank: a GRPO checkpoint declares transformers and greedy decoding itself
     (``llm_info``); a prompted consolidator is read off its config; a rule records nothing."""
-    from dreamer_gym.leaderboard.cli import llm_block
+    from dreamer_gym.leaderboard.board_commands import llm_block
     from dreamer_gym.methods.grpo.consolidator import GRPOConsolidator
 
     (tmp_path / "trainer_state.json").write_text(json.dumps({"config": {"grammar": "ops", "model": "smollm2-135m"}}))

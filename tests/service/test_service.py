@@ -17,7 +17,7 @@ import pytest
 
 import dreamer_gym  # noqa: F401 - registers the ids
 from dreamer_gym.envs.consolidation import ConsolidationEnv
-from dreamer_gym.envs.tracks import SCIENCEWORLD_POOL_HASH
+from dreamer_gym.contract.ids import SCIENCEWORLD_POOL_HASH
 from dreamer_gym.errors import RewardServiceError
 from dreamer_gym.leaderboard import Track, load_track, run_track
 from dreamer_gym.pool import load_pool

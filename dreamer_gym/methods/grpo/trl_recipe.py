@@ -205,7 +205,7 @@ def load_recipe(config: str | Path | Mapping[str, Any]) -> Recipe:
                           f"tool-calling chat model; text: rollout_func with the command grammar), got {path!r}")
 
     from dreamer_gym.envs.config import ConsolidationConfig
-    from dreamer_gym.envs.tracks import REGISTERED
+    from dreamer_gym.contract.ids import REGISTERED
 
     env = _keys_ok(data.get("env"), [f.name for f in dataclasses.fields(EnvSection)], "env")
     env_id = env.get("env_id", DEFAULT_ENV_ID)

@@ -1,0 +1,225 @@
+"""`dreamer-gym leaderboard submit | validate | render`: the board's commands (docs/leaderboard.md)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from dreamer_gym.errors import ConfigError
+from dreamer_gym.evaluation.failures import failure_summary
+
+RESULTS_DIR = Path("leaderboards/results")
+SUBMISSIONS_DIR = Path("leaderboards/submissions")
+# built-in rules that learn nothing: the "best fixed baseline" of the aggregates is the best of these
+FIXED = frozenset({"keep-all", "empty", "dedupe", "blind", "consensus", "random"})
+
+
+def slug(name: str) -> str:
+    """A file name for a consolidator name (``oplevel:runs/x/checkpoint-12`` -> ``oplevel-runs-x-checkpoint-12``)."""
+    out = "".join(c if c.isalnum() or c in "-_." else "-" for c in name).strip("-.")
+    return "-".join(p for p in out.split("-") if p) or "unnamed"
+
+
+def _kind(name: str, given: str | None) -> str:
+    from dreamer_gym.leaderboard.runner import REFERENCES
+
+    if given:
+        return given
+    base = name.split(":", 1)[0]
+    return "reference" if base in REFERENCES else "fixed" if base in FIXED else "contender"
+
+
+def _member_tracks(names: list[str]) -> list[Any]:
+    from dreamer_gym.leaderboard.tracks import TransferTrack, load_track
+
+    out = []
+    for name in names:
+        track = load_track(name)
+        if isinstance(track, TransferTrack):
+            out.extend(t for _, t in track.tracks())
+        else:
+            out.append(track)
+    return out
+
+
+def llm_block(consolidator: object) -> dict[str, str] | None:
+    """Which model an LLM consolidator ran, on which backend, and how it decoded (only greedy rows rank): its own
+    ``llm_info()`` where it declares one, else read off a prompted consolidator's ``llm`` config and
+    ``temperature``; None for a consolidator that is not an LLM."""
+    info = getattr(consolidator, "llm_info", None)
+    if callable(info):
+        return {k: str(v) for k, v in info().items()}
+    if hasattr(consolidator, "temperature"):
+        config = getattr(consolidator, "llm", None)
+        return {"backend": str(getattr(config, "backend", "unknown")), "model": str(getattr(config, "model", "unknown")),
+                "decoding": "greedy" if float(consolidator.temperature) == 0.0 else "sampled"}
+    return None
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    """Run a consolidator on each track (the consolidator in this process, scoring in the reward service)."""
+    from dreamer_gym.consolidators import make_consolidator
+    from dreamer_gym.leaderboard.runner import run_track
+    from dreamer_gym.leaderboard.submission import build_submission, consolidator_block, dumps
+
+    consolidator = make_consolidator(args.consolidator)
+    check_installed()
+    llm = llm_block(consolidator)
+    block = consolidator_block(args.name or args.consolidator, kind=_kind(args.consolidator, args.kind),
+                               link=args.link, config={"consolidator": args.consolidator},
+                               trained_on=args.trained_on, llm=llm)
+    runs = []
+    for track in _member_tracks(args.track):
+        runs.append((track, run_track(track, consolidator, name=block["name"], progress=not args.quiet,
+                                      workers=args.workers)))
+    data = build_submission(block, runs)
+    out = args.out or SUBMISSIONS_DIR / f"{slug(block['name'])}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(dumps(data))
+    for track, result in runs:
+        print(f"{track.name}: score {result.summary['score']:+.4f}, tokens after {result.summary['tokens_after']:.0f}")
+        reasons = [e for record in result.records for e in record.get("episode_errors", ())]
+        if reasons:  # episodes that did not run: say which and why, under the line that counts them
+            print(failure_summary(reasons, indent="  "))
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Check and re-score a submission; write one results file per track; exit 1 with the reason if rejected."""
+    import time
+
+    from dreamer_gym.leaderboard.submission import SubmissionError, dumps, load_submission
+    from dreamer_gym.leaderboard.validate import validate
+
+    check_installed()
+    if not args.file.is_file():
+        raise ConfigError(f"no submission file {str(args.file)!r}; write one with `dreamer-gym leaderboard submit`")
+    start = time.perf_counter()
+    try:
+        data = load_submission(args.file)
+        references = [ref for path in sorted(args.references.glob("*.json")) if path.resolve() != args.file.resolve()
+                      for ref in [load_submission(path)] if ref.get("consolidator", {}).get("kind") == "reference"]
+        timings: dict[str, float] = {}
+        results = validate(data, references=references, progress=not args.quiet, workers=args.workers, timings=timings,
+                           **({"store_path": str(args.store)} if args.store else {}))
+    except SubmissionError as exc:
+        print(f"rejected: {args.file}: {exc}", file=sys.stderr)
+        return 1
+    for result in results:
+        out = args.out_dir / result["track"] / f"{slug(result['consolidator']['name'])}.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(dumps(result))
+        print(f"accepted ({result['tier']}): {result['track']}: score {result['summary']['score']:+.4f} -> {out}")
+    print(f"validated in {time.perf_counter() - start:.1f} s (checks {timings['checks_s']:.1f} s, re-score "
+          f"{timings.get('rescore_s', 0.0):.1f} s)", file=sys.stderr)
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Run an installed consolidator out of process on fresh banks, check and re-score: a verified record."""
+    import tempfile
+    import time
+
+    from dreamer_gym.leaderboard.submission import SubmissionError, dumps
+    from dreamer_gym.leaderboard.tracks import Track, load_track
+    from dreamer_gym.leaderboard.verify import verify
+
+    check_installed()
+    track = load_track(args.track)
+    if not isinstance(track, Track):
+        raise ConfigError(f"verify one track at a time; {args.track!r} is a transfer track (verify its members)")
+    start = time.perf_counter()
+    timings: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="dreamer-gym-verify-") as tmp:
+        work = args.work_dir or Path(tmp)
+        try:
+            record = verify(track, args.consolidator, work, seeds=args.seeds, kind=_kind(args.consolidator, args.kind),
+                            trained_on=args.trained_on, progress=not args.quiet, workers=args.workers,
+                            timings=timings)
+        except SubmissionError as exc:
+            print(f"verification failed: {exc}", file=sys.stderr)
+            return 1
+    record["consolidator"]["name"] = args.name or args.consolidator
+    out = args.out_dir / track.name / f"{slug(record['consolidator']['name'])}.verified.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(dumps(record))
+    print(f"verified: {track.name}: score {record['summary']['score']:+.4f} on bank seeds "
+          f"{record['verification']['bank_seeds']} -> {out}")
+    parts = ", ".join(f"{k[:-2]} {v:.1f} s" for k, v in timings.items())
+    print(f"verified in {time.perf_counter() - start:.1f} s ({parts})", file=sys.stderr)
+    return 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from dreamer_gym.leaderboard.render import render
+
+    check_installed()
+    if not args.results.is_dir():
+        raise ConfigError(f"no results folder {str(args.results)!r}; `dreamer-gym leaderboard validate` writes it")
+    written = render(args.results, args.out)
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("leaderboard", help="submit, validate (re-score) and render the leaderboards (docs/leaderboard.md)")
+    lsub = p.add_subparsers(dest="leaderboard_command", required=True)
+
+    s = lsub.add_parser("submit", help="run a consolidator on tracks and write a submission (its committed banks)")
+    s.add_argument("--consolidator", required=True, help="registered consolidator name (an entry point works)")
+    s.add_argument("--track", nargs="+", required=True, help="track names (transfer: its member tracks)")
+    s.add_argument("--name", default="", help="the row's name (default: --consolidator)")
+    s.add_argument("--link", default="", help="where the code or paper is")
+    s.add_argument("--kind", choices=("contender", "fixed", "reference"), default=None,
+                   help="default: reference for privileged policies, fixed for built-in rules, else contender")
+    s.add_argument("--trained-on", nargs="*", default=[], metavar="ENV_ID",
+                   help="env ids the policy was trained or tuned on (transfer tracks rank only ScienceWorld-trained ones)")
+    s.add_argument("--workers", type=int, default=1)
+    s.add_argument("--out", type=Path, default=None, help=f"default: {SUBMISSIONS_DIR}/NAME.json")
+    s.add_argument("--quiet", action="store_true")
+    s.set_defaults(func=cmd_submit)
+
+    v = lsub.add_parser("validate", help="check a submission and re-score its banks; rejects with the reason")
+    v.add_argument("file", type=Path)
+    v.add_argument("--out-dir", type=Path, default=RESULTS_DIR, help="results files go to OUT_DIR/TRACK/NAME.json")
+    v.add_argument("--store", type=Path, default=None, help="SQLite evaluation cache (default: none, in memory)")
+    v.add_argument("--references", type=Path, default=SUBMISSIONS_DIR,
+                   help="folder of submissions; those of kind 'reference' are what a contender may not copy")
+    v.add_argument("--workers", type=int, default=1)
+    v.add_argument("--quiet", action="store_true")
+    v.set_defaults(func=cmd_validate)
+
+    w = lsub.add_parser("verify", help="run an installed consolidator out of process on banks acquired from fresh "
+                        "seeds, then check and re-score (the verified tier)")
+    w.add_argument("--consolidator", required=True, help="registered name or entry point")
+    w.add_argument("--track", required=True, help="a held-out track (scienceworld)")
+    w.add_argument("--name", default="", help="the row's name (default: --consolidator)")
+    w.add_argument("--kind", choices=("contender", "fixed", "reference"), default=None)
+    w.add_argument("--trained-on", nargs="*", default=[], metavar="ENV_ID")
+    w.add_argument("--seeds", type=int, nargs="+", default=None,
+                   help="bank seeds (default: drawn now from the OS's entropy; pass them only to reproduce a run)")
+    w.add_argument("--work-dir", type=Path, default=None, help="keep the fresh pool and submission here")
+    w.add_argument("--out-dir", type=Path, default=RESULTS_DIR)
+    w.add_argument("--workers", type=int, default=1)
+    w.add_argument("--quiet", action="store_true")
+    w.set_defaults(func=cmd_verify)
+
+    r = lsub.add_parser("render", help="write leaderboards/README.md and leaderboards/index.html from results files")
+    r.add_argument("--results", type=Path, default=RESULTS_DIR)
+    r.add_argument("--out", type=Path, default=Path("leaderboards"))
+    r.set_defaults(func=cmd_render)
+
+
+def check_installed() -> None:
+    """The board needs jsonschema (validate) and matplotlib (plots): a clear error where they are missing."""
+    missing = []
+    for module in ("jsonschema", "matplotlib"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        raise ConfigError(f"the leaderboard needs {missing}: pip install 'dreamer-gym[leaderboard]'")
