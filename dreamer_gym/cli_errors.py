@@ -18,7 +18,7 @@ import gymnasium
 from dreamer_gym.errors import DreamerGymError, EvaluationFailed
 from dreamer_gym.evaluation.failures import one_line
 from dreamer_gym.llm.available import BACKEND_NEEDS
-from dreamer_gym.suites.spec import importable
+from dreamer_gym.registry import importable
 
 USAGE_ERROR = 2  # what argparse exits with on a bad argument: the same for every bad argument
 INTERRUPTED = 130

@@ -1,6 +1,6 @@
 """Room-level import graph of dreamer_gym (issue 28 before/after): edges, two-way room pairs, imports against the
 layering of docs/design-notes.md. Run from the repository root: `python -m research.import_graph`."""
-import collections, sys
+import collections
 import grimp
 
 LAYERS = [  # top first; rooms on one line are independent siblings

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import platform
-from dataclasses import fields
 from importlib import metadata, resources
 from pathlib import Path
 from typing import Any

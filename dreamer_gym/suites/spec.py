@@ -9,7 +9,7 @@ strings and imported only when used, so a spec is cheap, picklable data.
 
 Adding a suite = one module that defines the adapter and a ``SuiteSpec``, and one registry line
 (:func:`~dreamer_gym.suites.registry.register_suite`, or an entry point in the ``dreamer_gym.suites``
-group). :func:`~dreamer_gym.suites.check.check_suite` checks a spec and its adapter.
+group). :func:`dreamer_gym.testing.check_suite` checks a spec and its adapter.
 """
 from __future__ import annotations
 

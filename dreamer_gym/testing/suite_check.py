@@ -27,9 +27,10 @@ import numpy as np
 from dreamer_gym.acquisition import AcquisitionConfig, noisy_expert_actions, play, write_entries
 from dreamer_gym.agents import AgentConfig, EpisodeResult
 from dreamer_gym.errors import DreamerGymError
+from dreamer_gym.registry import resolve
 from dreamer_gym.suites.base import SPLITS, EpisodeTask, StepOutcome, TaskSuite
 from dreamer_gym.suites.registry import get_suite_spec
-from dreamer_gym.suites.spec import AcquisitionProfile, OracleProcedure, SuiteSpec, resolve
+from dreamer_gym.suites.spec import AcquisitionProfile, OracleProcedure, SuiteSpec
 
 _BAD_ACTION = "xyzzy plugh frobnicate"  # no suite's language has it
 PROTOCOL_MEMBERS = ("name", "families", "variations", "start", "task_description", "step", "inventory", "look",
