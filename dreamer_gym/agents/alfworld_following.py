@@ -32,8 +32,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from dreamer_gym.agents.base import AgentConfig, EpisodeResult
-from dreamer_gym.agents.reading import extract_actions
+from dreamer_gym.agents.base import AgentConfig, EpisodeResult, Reading
+from dreamer_gym.agents.reading import extract_actions, slots
 from dreamer_gym.memory import MemoryEntry
 from dreamer_gym.suites.base import EpisodeTask, TaskSuite
 
@@ -241,6 +241,14 @@ class ALFWorldFollowing:
 
     def __init__(self, config: AgentConfig) -> None:
         self.config = config
+
+    @staticmethod
+    def reads(entries: Sequence[MemoryEntry]) -> Reading:
+        """What :meth:`play` takes from ``entries``: each procedure's steps and the places facts name."""
+        actions = tuple(a for e in entries if e.kind == "procedure" for a in extract_actions(e.text, VERBS))
+        priors = read_priors([e.text for e in entries])
+        return Reading(actions=actions, slots=tuple(dict.fromkeys(s for a in actions for s in slots(a))),
+                       facts=tuple(f"{obj} @ {place}" for obj, places in priors.items() for place in places))
 
     def play(self, suite: TaskSuite, task: EpisodeTask, entries: Sequence[MemoryEntry]) -> EpisodeResult:
         first = suite.start(task)

@@ -74,6 +74,19 @@ class EpisodeResult:
         )
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What a suite's reader takes from memory entries, without playing: the steps it would act on (in
+    order), the steps pitfalls forbid, the ``<slot>`` names and quoted parameters it binds, and the facts it
+    looks up (``"category: item"`` pairs). Board columns compare banks by it (leaderboard/similarity.py), so
+    two banks that read the same compare equal however they are worded."""
+
+    actions: tuple[str, ...] = ()
+    avoided: tuple[str, ...] = ()
+    slots: tuple[str, ...] = ()
+    facts: tuple[str, ...] = ()
+
+
 def play_steps(suite: TaskSuite, task: EpisodeTask, steps: Sequence[str], max_steps: int) -> EpisodeResult:
     """Send ``steps`` to the started ``suite`` in order until the episode ends or ``max_steps`` are spent;
     the score is clipped to [0, 100] (a reader that plans its whole episode up front ends with this)."""

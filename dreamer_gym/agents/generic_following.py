@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from dreamer_gym.agents.base import AgentConfig, EpisodeResult, play_steps
+from dreamer_gym.agents.base import AgentConfig, EpisodeResult, Reading, play_steps
 from dreamer_gym.agents.miniwob_following import bind, clauses, split_head, template
 from dreamer_gym.memory import MemoryEntry
 from dreamer_gym.suites.base import EpisodeTask, TaskSuite
@@ -45,6 +45,13 @@ class GenericFollowing:
 
     def __init__(self, config: AgentConfig) -> None:
         self.config = config
+
+    @staticmethod
+    def reads(entries: Sequence[MemoryEntry]) -> Reading:
+        """What :func:`plan` takes from ``entries``: each procedure's clauses and its goal's parameters."""
+        heads_bodies = [split_head(e.text) for e in entries if e.kind == "procedure"]
+        actions = tuple(c.rstrip(" .") for _, body in heads_bodies for c in clauses(body))
+        return Reading(actions=actions, slots=tuple(dict.fromkeys(n for h, _ in heads_bodies for n in template(h)[1])))
 
     def play(self, suite: TaskSuite, task: EpisodeTask, entries: Sequence[MemoryEntry]) -> EpisodeResult:
         suite.start(task)

@@ -10,10 +10,11 @@ import re
 from collections.abc import Callable, Sequence
 
 from dreamer_gym.agents.analogy import Analogy, rooms_named_for
-from dreamer_gym.agents.base import AgentConfig, EpisodeResult
+from dreamer_gym.agents.base import AgentConfig, EpisodeResult, Reading
 from dreamer_gym.agents.reading import (
     command_words,
     extract_actions,
+    fact_items,
     fill,
     forbidden_actions,
     parallel_steps,
@@ -136,6 +137,15 @@ class ScienceWorldFollowing:
 
     def __init__(self, config: AgentConfig) -> None:
         self.config = config
+
+    @staticmethod
+    def reads(entries: Sequence[MemoryEntry]) -> Reading:
+        """What :meth:`play` takes from ``entries``: every procedure's steps, the steps notes on what raised the
+        score piece together, what pitfalls forbid, the slots and the looked-up facts."""
+        actions = [a for e in entries if e.kind == "procedure" for a in extract_actions(e.text)]
+        actions += steps_from_outcomes([e.text for e in entries if e.kind == "insight"])[1]
+        return Reading(tuple(actions), tuple(sorted(forbidden_actions([e.text for e in entries if e.kind == "pitfall"]))),
+                       tuple(dict.fromkeys(s for a in actions for s in slots(a))), tuple(fact_items([e.text for e in entries])))
 
     def play(self, suite: TaskSuite, task: EpisodeTask, entries: Sequence[MemoryEntry]) -> EpisodeResult:
         ep = _Episode(suite, task, self.config)

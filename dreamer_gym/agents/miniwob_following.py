@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from dreamer_gym.agents.base import AgentConfig, EpisodeResult, play_steps
+from dreamer_gym.agents.base import AgentConfig, EpisodeResult, Reading, play_steps
 from dreamer_gym.memory import MemoryEntry
 from dreamer_gym.suites.base import EpisodeTask, TaskSuite
 
@@ -106,6 +106,14 @@ class MiniWoBFollowing:
 
     def __init__(self, config: AgentConfig) -> None:
         self.config = config
+
+    @staticmethod
+    def reads(entries: Sequence[MemoryEntry]) -> Reading:
+        """What :meth:`plan` takes from ``entries``: each procedure's steps and its goal's parameters."""
+        heads_bodies = [split_head(e.text) for e in entries if e.kind == "procedure"]
+        actions = tuple(s for _, body in heads_bodies for s in extract_steps(body))
+        params = tuple(dict.fromkeys(n for head, _ in heads_bodies for n in template(head)[1]))
+        return Reading(actions=actions, slots=params)
 
     @staticmethod
     def plan(goal: str, entries: Sequence[MemoryEntry]) -> list[str]:

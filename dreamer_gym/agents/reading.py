@@ -152,3 +152,24 @@ def command_words(action: str) -> str | None:
     """The command words an action starts with ("focus on" for "focus on egg parrot"), or None."""
     verb = _VERB_RE.match(action)
     return verb.group(1) if verb else None
+
+
+_LOCATED = re.compile(r"^(?:the |an? )?(.+?) (?:can be found|is found|is|are|was) (?:in|on) (?:the )?([a-z ]+?)\s*$")
+
+
+def fact_items(texts: list[str]) -> list[str]:
+    """The facts a reader looks up in ``texts``, normalised: each item of a ``"<category>: a, b, c"`` list
+    that holds no command (what :func:`~dreamer_gym.agents.slots.from_category_fact` binds a slot to), as
+    ``"item"``, and each ``"<object> can be found in <place>"`` sentence (what
+    :func:`~dreamer_gym.agents.analogy.rooms_named_for` reads), as ``"object @ place"``."""
+    out: list[str] = []
+    for text in texts:
+        for sentence in re.split(r"\.\s+|\.$|\n|;", text.lower()):
+            head, colon, listed = sentence.partition(":")
+            if colon and listed.strip() and not extract_actions(listed):
+                out += [_ARTICLES.sub("", i).strip(" .") for i in listed.split(",") if i.strip(" .")]
+                continue
+            located = _LOCATED.match(sentence.strip())
+            if located and not extract_actions(sentence):
+                out.append(f"{_ARTICLES.sub('', located.group(1)).strip()} @ {located.group(2)}")
+    return list(dict.fromkeys(out))

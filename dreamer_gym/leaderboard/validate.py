@@ -30,7 +30,9 @@ from typing import Any
 from dreamer_gym.consolidators.base import call
 from dreamer_gym.envs.tools import CHARS_PER_TOKEN
 from dreamer_gym.errors import ConfigError, EvaluationFailed
+from dreamer_gym.leaderboard.grounding import track_grounding
 from dreamer_gym.leaderboard.runner import run_track, summarise
+from dreamer_gym.leaderboard.similarity import reader_similarity, reference_blocks
 from dreamer_gym.leaderboard.submission import SubmissionError, dumps, frozen_fields, schema
 from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION, Track, TransferTrack, load_track, track_names
 from dreamer_gym.memory import MemoryEntry, count_tokens, select_by_family
@@ -301,11 +303,12 @@ def submission_digest(data: dict[str, Any]) -> str:
 
 
 def results_record(data: dict[str, Any], track: Track, records: list[dict[str, Any]], tier: str,
-                   verification: dict[str, Any] | None = None) -> dict[str, Any]:
+                   verification: dict[str, Any] | None = None, references: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """A board row's data: who, on what, how checked, and the re-scored per-region records.
 
     Nothing in it depends on when or where it ran (no times, no paths), so re-scoring the same submission
-    twice gives the same bytes (:func:`~dreamer_gym.leaderboard.submission.dumps`)."""
+    twice gives the same bytes (:func:`~dreamer_gym.leaderboard.submission.dumps`). ``grounding`` and
+    ``reader_similarity`` (against ``references``) are reported columns, pure text over the public pool."""
     if tier not in TIERS:
         raise ValueError(f"tier must be one of {TIERS}, got {tier!r}")
     out = {
@@ -319,6 +322,10 @@ def results_record(data: dict[str, Any], track: Track, records: list[dict[str, A
         "records": records,
         "summary": summarise(records),
     }
+    block = next((b for b in data["tracks"] if b["track"] == track.name), data["tracks"][0])
+    out["grounding"] = track_grounding(track, block)
+    out["reader_similarity"] = reader_similarity(block["regions"], reference_blocks(track.name, references, data),
+                                                 track.config().suite)
     if verification is not None:
         out["verification"] = verification
     return out
@@ -343,5 +350,5 @@ def validate(data: Any, *, extra_tracks: Mapping[str, Track] | None = None, refe
         records = rescore(checked.track, checked.block, progress=progress, **free)
         timings["rescore_s"] = timings.get("rescore_s", 0.0) + time.perf_counter() - start
         compare_claims(checked.index, checked.block, records)
-        out.append(results_record(data, checked.track, records, "re-scored"))
+        out.append(results_record(data, checked.track, records, "re-scored", references=references))
     return out

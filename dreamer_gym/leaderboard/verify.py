@@ -179,4 +179,4 @@ def verify(track: Track, consolidator: str, work_dir: Path, *, seeds: list[int] 
     verification = {"bank_seeds": seeds, "pool_hash": pool_hash, "eval_variations": eval_variations,
                     "oracle_score": references[0]["tracks"][0]["claimed"]["score"],
                     "gold_variations": gold_variations, "seed_source": source}
-    return results_record(data, fresh, records, "verified", verification)
+    return results_record(data, fresh, records, "verified", verification, references=references)
