@@ -41,6 +41,8 @@ class Row:
     aggregates: dict[str, Any] = field(default_factory=dict)
     per_family: dict[str, float | None] = field(default_factory=dict)
     verified: dict[str, Any] | None = None  # the agreeing verified run of this consolidator, if any
+    grounding: float | None = None  # share of its claims the cited trajectories hold (leaderboard/grounding.py)
+    reader_similarity: float | None = None  # mean max reader-level Jaccard to a reference (leaderboard/similarity.py)
 
     @property
     def ranked(self) -> bool:
@@ -122,6 +124,8 @@ def build_board(track: str, all_results: Sequence[dict[str, Any]]) -> Board:
         row = Row(name, r["consolidator"]["kind"], r["tier"], r["protocol_version"] != PROTOCOL_VERSION, eligible,
                   r["consolidator"].get("llm"), float(r["summary"]["score"]), float(np.mean(scores)),
                   float(r["summary"]["tokens_after"]), score_ci(r))
+        row.grounding = (r.get("grounding") or {}).get("share")
+        row.reader_similarity = (r.get("reader_similarity") or {}).get("mean")
         if normaliser is not None and name in matrices and not row.stale:
             base = matrices.get(baseline) if baseline is not None and name != baseline else None
             row.aggregates = aggregate(matrices[name], base)
@@ -157,7 +161,7 @@ def table_rows(board: Board) -> tuple[list[str], list[list[str]]]:
     """The header and cells of a board's table (shared by the Markdown and the HTML)."""
     header = ["rank", "consolidator", "tier", "IQM (normalised)", "mean (normalised)",
               f"P(improvement) over {board.baseline or 'best fixed'}", "track score", "in-family score", "bank tokens",
-              "note"]
+              "grounding", "reader similarity to a reference", "note"]
     cells = []
     rank = 0
     for row in board.rows:
@@ -166,7 +170,8 @@ def table_rows(board: Board) -> tuple[list[str], list[list[str]]]:
         tier = "re-scored + verified" if row.verified else row.tier
         cells.append([str(rank) if row.ranked else "-", row.name, tier, _ci(a.get("iqm"), a.get("iqm_ci")),
                       _ci(a.get("mean"), a.get("mean_ci")), _ci(a.get("p_improvement"), a.get("p_improvement_ci")),
-                      _ci(row.score, row.score_ci, 4, "+"), f"{row.in_family:.1f}", f"{row.tokens:.0f}", row.note])
+                      _ci(row.score, row.score_ci, 4, "+"), f"{row.in_family:.1f}", f"{row.tokens:.0f}",
+                      _ci(row.grounding, None), _ci(row.reader_similarity, None), row.note])
     return header, cells
 
 
