@@ -6,14 +6,21 @@ BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
 EXTRAS ?= scienceworld,alfworld,web,llm,vllm,sb3,leaderboard,ray,pettingzoo,dev
 
-.PHONY: setup java browser demo test validity bench pool board clean
+.PHONY: setup java browser sandbox demo test validity bench pool board clean
 
-setup: java browser $(VENV)/.installed
+setup: java browser sandbox $(VENV)/.installed
 
 java:
 	@command -v java >/dev/null 2>&1 || { \
 	  echo "Java not found: installing default-jre-headless (OpenJDK 17) with apt"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends default-jre-headless; }
+
+# The verified tier runs a submitter's consolidator in a bubblewrap sandbox (no network, simulators and data
+# hidden); `leaderboard verify` refuses to run without it (docs/leaderboard.md, "The verified tier").
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  echo "bwrap not found: installing bubblewrap with apt"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends bubblewrap; }
 
 # MiniWoB++ through BrowserGym (suite `miniwob`): Debian's Chromium, driven by playwright through a wrapper
 # script the suite writes (playwright cannot download its own browser here).

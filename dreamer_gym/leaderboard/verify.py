@@ -1,24 +1,28 @@
-"""The verified tier: the board runs the consolidator itself, on banks nobody could have tuned against.
+"""The verified tier: the board runs the consolidator itself, sandboxed, on a draw nobody could have tuned against.
 
 Re-scoring proves a submission's banks score what it claims; it does not prove they were written without
 looking at TEST: the simulator, the evaluator and the held-out pool ship with the package. :func:`verify`
-closes that: it draws bank seeds *now* (from the OS's entropy, recorded), acquires a fresh pool of the
-track's families on them with real acquisition, writes a verification track that differs from the shipped
-one only in its pool, runs the installed consolidator (a registered name or an entry point) **in another
-process** through ``dreamer-gym leaderboard submit``, and validates what comes back like any submission
-(checks and re-score), with the oracle's banks on the same fresh pool as the reference a contender may not
-copy. The results file says ``tier: verified`` and records the seeds, the pool's hash and the oracle's score.
+closes that: it draws *now* (from the OS's entropy, recorded) the bank seeds, a subset of each family's TEST
+variations where the suite has more than the track uses, and an episode secret from which the reward service
+derives the evaluation episodes; acquires a fresh pool of the track's families on them with real acquisition;
+writes a verification track that differs from the shipped one only in its pool; runs the consolidator (a
+registered name, an entry point, or ``module:attr`` of the submitter's code) **inside a bubblewrap sandbox**
+(:mod:`dreamer_gym.leaderboard.sandbox`: no simulator, no pool, no reference procedures or reward code, no
+network), relaying its tool calls to the real env out here; builds the submission from what the env recorded
+(never from a file the consolidator wrote) and validates it like any submission (checks and re-score), with
+the oracle's banks on the same fresh pool as the reference a contender may not copy. The results file says
+``tier: verified`` and records the seeds, the TEST variations, the secret, the pool's hash and the oracle's score.
 
 Only held-out tracks are verified this way (their pool is a held-out pool by definition); a track scored on
 its training id's pool holds out the suite, not the banks.
 """
 from __future__ import annotations
 
+import random
 import secrets
-import subprocess
 import sys
-import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +30,9 @@ from typing import Any
 import yaml
 
 from dreamer_gym.errors import ConfigError
-from dreamer_gym.leaderboard.submission import SubmissionError, frozen_fields, load_submission
+from dreamer_gym.leaderboard.runner import run_track
+from dreamer_gym.leaderboard.sandbox import Sandbox, SandboxedConsolidator
+from dreamer_gym.leaderboard.submission import build_submission, consolidator_block, dumps, frozen_fields
 from dreamer_gym.leaderboard.tracks import Track
 from dreamer_gym.leaderboard.validate import check_data, compare_claims, rescore, results_record
 
@@ -42,21 +48,47 @@ def draw_seeds(n: int) -> list[int]:
     return sorted(seeds)
 
 
+def draw_test_variations(all_test: Sequence[int], n: int) -> list[int]:
+    """``n`` of a family's TEST variations drawn from the OS's entropy (all of them where it has ``n`` or fewer)."""
+    return sorted(all_test) if len(all_test) <= n else sorted(random.SystemRandom().sample(list(all_test), n))
+
+
+class RedrawnTest:
+    """A suite whose TEST split is the drawn subset (the pool's evaluation texts, hence episodes, come from it);
+    every other call goes to the suite."""
+
+    def __init__(self, suite: Any, test: Mapping[str, Sequence[int]]) -> None:
+        self._suite, self._test = suite, test
+
+    def variations(self, family: str, split: str) -> tuple[int, ...]:
+        if split == "test" and family in self._test:
+            return tuple(self._test[family])
+        return self._suite.variations(family, split)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._suite, name)
+
+
 def acquire_pool(track: Track, seeds: list[int], out: Path, *, eval_variations: int = 20, gold_variations: int = 20,
-                 progress: bool = False) -> tuple[Path, str]:
-    """A fresh pool of the track's families on ``seeds`` (real acquisition on the track's suite)."""
+                 test_variations: Mapping[str, Sequence[int]] | None = None,
+                 progress: bool = False) -> tuple[Path, str, dict[str, list[int]]]:
+    """A fresh pool of the track's families on ``seeds`` (real acquisition on the track's suite), its TEST texts
+    from ``test_variations`` (default: :func:`draw_test_variations` of ``eval_variations`` per family)."""
     from dreamer_gym.pool import build_pool
     from dreamer_gym.suites import get_suite_spec
 
     spec = get_suite_spec(track.config().suite)
     suite = spec.make()
     try:
-        pool = build_pool(suite, track.families, tuple(seeds), eval_variations, gold_variations, progress=progress)
+        drawn = {f: sorted(int(v) for v in test_variations[f]) if test_variations is not None else
+                 draw_test_variations(suite.variations(f, "test"), eval_variations) for f in track.families}
+        pool = build_pool(RedrawnTest(suite, drawn), track.families, tuple(seeds), eval_variations, gold_variations,
+                          progress=progress)
     finally:
         suite.close()
     out.parent.mkdir(parents=True, exist_ok=True)
     pool.save(out)
-    return out, pool.hash
+    return out, pool.hash, drawn
 
 
 def verification_track(track: Track, pool: Path, pool_hash: str) -> Track:
@@ -73,17 +105,16 @@ def write_track(track: Track, path: Path) -> Path:
     return path
 
 
-def reference_banks(track: Track, *, progress: bool = False, **free: Any) -> list[dict[str, Any]]:
-    """The oracle's submission on the fresh banks. The fresh pool file is on this machine, and a consolidator
-    that opened it could read its gold paths as the oracle does; a verified run whose banks are the oracle's
-    texts is refused like a re-scored one (validate.check_not_a_reference_copy)."""
+def reference_banks(track: Track, *, progress: bool = False, episode_secret: str | None = None,
+                    **free: Any) -> list[dict[str, Any]]:
+    """The oracle's submission on the fresh banks (it reads their gold paths, out here; the sandbox hides the pool
+    from the consolidator). A verified run whose banks are the oracle's texts is refused like a re-scored one
+    (validate.check_not_a_reference_copy)."""
     import json
 
     from dreamer_gym.consolidators import make_consolidator
-    from dreamer_gym.leaderboard.runner import run_track
-    from dreamer_gym.leaderboard.submission import build_submission, consolidator_block, dumps
 
-    result = run_track(track, make_consolidator("oracle"), progress=progress, **free)
+    result = run_track(track, make_consolidator("oracle"), progress=progress, episode_secret=episode_secret, **free)
     data = build_submission(consolidator_block("oracle", kind="reference"), [(track, result)])
     return [json.loads(dumps(data))]
 
@@ -116,67 +147,55 @@ class StageReport:
         return running()
 
 
-def _wait(process: subprocess.Popen, timeout_s: float, progress: bool, label: str) -> None:
-    """Wait for ``process``, ticking a bar of elapsed seconds (the child runs quiet: its output is kept for
-    the error message)."""
-    from tqdm.auto import tqdm
-
-    clock = time.perf_counter()
-    with tqdm(desc=label, unit="s", disable=not progress, bar_format="{desc}: {elapsed} elapsed") as bar:
-        while process.poll() is None:
-            if time.perf_counter() - clock > timeout_s:
-                process.kill()
-                raise SubmissionError(f"the consolidator ran past {timeout_s:.0f} s and was stopped")
-            time.sleep(1.0)
-            bar.update(1)
-
-
-def run_submit(consolidator: str, track_file: Path, out: Path, *, kind: str | None = None,
-               trained_on: list[str] | None = None, timeout_s: float = 3600.0, progress: bool = False) -> Path:
-    """``dreamer-gym leaderboard submit`` in a child process (the consolidator never shares the board's)."""
-    cmd = [sys.executable, "-m", "dreamer_gym.cli", "leaderboard", "submit", "--consolidator", consolidator,
-           "--track", str(track_file), "--out", str(out), "--quiet"]
-    if kind:
-        cmd += ["--kind", kind]
-    if trained_on:
-        cmd += ["--trained-on", *trained_on]
-    with tempfile.TemporaryFile("w+") as stderr:
-        process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
-        _wait(process, timeout_s, progress, f"consolidator {consolidator!r} in its own process")
-        if process.returncode != 0:
-            stderr.seek(0)
-            raise SubmissionError(f"the consolidator {consolidator!r} failed in its process (exit {process.returncode}): "
-                                  f"{stderr.read().strip()[-2000:]}")
-    return out
+def run_sandboxed(track: Track, consolidator: str, sandbox: Sandbox, *, kind: str, trained_on: list[str] | None = None,
+                  episode_secret: str | None = None, timeout_s: float = 3600.0, progress: bool = False,
+                  **free: Any) -> dict[str, Any]:
+    """The submission of ``consolidator`` on ``track``, run in ``sandbox`` (after its self-test) with the real env
+    and its withholding service out here; built from what the env recorded, like ``leaderboard submit``."""
+    sandbox.self_test()
+    with SandboxedConsolidator(sandbox, consolidator, track.config(**free), timeout_s=timeout_s) as remote:
+        result = run_track(track, remote, name=consolidator, progress=progress, episode_secret=episode_secret, **free)
+    block = consolidator_block(consolidator, kind=kind, config={"consolidator": consolidator}, trained_on=trained_on,
+                               llm=remote.ready.get("llm"))
+    return build_submission(block, [(track, result)])
 
 
 def verify(track: Track, consolidator: str, work_dir: Path, *, seeds: list[int] | None = None,
            kind: str | None = None, trained_on: list[str] | None = None, eval_variations: int = 20,
-           gold_variations: int = 20, progress: bool = False, timings: dict[str, float] | None = None,
-           **free: Any) -> dict[str, Any]:
-    """Run ``consolidator`` on fresh banks of ``track`` out of process, check and re-score; a results record
-    of tier ``verified``. ``seeds`` default to :func:`draw_seeds` (one per bank of the track)."""
+           gold_variations: int = 20, test_variations: Mapping[str, Sequence[int]] | None = None,
+           episode_secret: str | None = None, sandbox: Sandbox | None = None, timeout_s: float = 3600.0,
+           progress: bool = False, timings: dict[str, float] | None = None, **free: Any) -> dict[str, Any]:
+    """Run ``consolidator`` on a fresh draw of ``track`` in the sandbox, check and re-score; a results record of
+    tier ``verified``. ``seeds``, ``test_variations`` and ``episode_secret`` default to fresh draws (pass the
+    recorded ones only to reproduce a run); ``sandbox`` defaults to bubblewrap on PATH. A sandbox that is missing
+    or fails its self-test raises :class:`~dreamer_gym.leaderboard.sandbox.SandboxUnavailable` before any work."""
     source = "given (a re-run of an earlier verification)" if seeds is not None else "drawn at verification (OS entropy)"
     seeds = sorted(seeds) if seeds is not None else draw_seeds(len(track.banks))
     if len(seeds) != len(track.banks):
         raise ConfigError(f"track {track.name!r} has {len(track.banks)} banks; got {len(seeds)} seeds")
+    episode_secret = episode_secret if episode_secret is not None else secrets.token_hex(16)
+    # the fresh pool lives in work_dir: hidden from the consolidator like the shipped ones
+    sandbox = replace(sandbox or Sandbox(), hidden=(*(sandbox.hidden if sandbox else ()), work_dir.resolve()))
+    sandbox.self_test()  # refuse before minutes of acquisition, not after
     stage = StageReport(progress, {} if timings is None else timings)
     with stage("acquire", f"fresh banks of {len(track.families)} families on bank seeds {seeds} (real acquisition)"):
-        pool_path, pool_hash = acquire_pool(track, seeds, work_dir / "pool.json.gz", eval_variations=eval_variations,
-                                            gold_variations=gold_variations, progress=progress)
+        pool_path, pool_hash, drawn = acquire_pool(track, seeds, work_dir / "pool.json.gz",
+                                                   eval_variations=eval_variations, gold_variations=gold_variations,
+                                                   test_variations=test_variations, progress=progress)
     fresh = verification_track(track, pool_path.resolve(), pool_hash)
-    track_file = write_track(fresh, work_dir / f"{track.name}.yaml")
+    write_track(fresh, work_dir / f"{track.name}.yaml")
     with stage("oracle", "the oracle's banks on the fresh pool (the reference a contender may not copy)"):
-        references = reference_banks(fresh, progress=progress, **free)
-    with stage("consolidator", f"{consolidator!r} in its own process, on the fresh track"):  # start, run, its service
-        submission_file = run_submit(consolidator, track_file, work_dir / "submission.json", kind=kind,
-                                     trained_on=trained_on, progress=progress)
+        references = reference_banks(fresh, progress=progress, episode_secret=episode_secret, **free)
+    with stage("consolidator", f"{consolidator!r} in the bubblewrap sandbox, on the fresh track"):
+        data = run_sandboxed(fresh, consolidator, sandbox, kind=kind or "contender", trained_on=trained_on,
+                             episode_secret=episode_secret, timeout_s=timeout_s, progress=progress, **free)
+        (work_dir / "submission.json").write_text(dumps(data))  # kept for the record; the board reads `data`
     with stage("re-score", "the submission's checks, then its banks re-scored on TEST episodes"):
-        data = load_submission(submission_file)
         [checked] = check_data(data, {fresh.name: fresh}, references=references)
-        records = rescore(fresh, checked.block, progress=progress, **free)
+        records = rescore(fresh, checked.block, progress=progress, episode_secret=episode_secret, **free)
         compare_claims(0, checked.block, records)
     verification = {"bank_seeds": seeds, "pool_hash": pool_hash, "eval_variations": eval_variations,
                     "oracle_score": references[0]["tracks"][0]["claimed"]["score"],
-                    "gold_variations": gold_variations, "seed_source": source}
-    return results_record(data, fresh, records, "verified", verification, references=references)
+                    "gold_variations": gold_variations, "seed_source": source, "test_variations": drawn,
+                    "episode_secret": episode_secret, "sandbox": "bubblewrap"}
+    return results_record(data, fresh, records, "verified", verification)

@@ -1,4 +1,5 @@
-"""The verified tier: fresh seeds, real acquisition, the consolidator in its own process, then the re-score."""
+"""The verified tier: fresh seeds, TEST variations and episode secret, real acquisition, the consolidator in its
+bubblewrap sandbox, then the re-score (attacks on the sandbox: tests/red_team/test_sandbox_attacks.py)."""
 from __future__ import annotations
 
 import math
@@ -9,12 +10,19 @@ from test_submissions import FAMILY
 
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.leaderboard import Track, load_track
-from dreamer_gym.leaderboard.verify import SEED_LOW, draw_seeds, verification_track, verify
+from dreamer_gym.leaderboard.verify import SEED_LOW, draw_seeds, draw_test_variations, verification_track, verify
 
 
 def test_seeds_are_fresh_each_time_and_far_from_every_shipped_pool() -> None:
     a, b = draw_seeds(3), draw_seeds(3)
     assert a != b and len(set(a)) == 3 and min(a + b) >= SEED_LOW
+
+
+def test_test_variations_are_redrawn_where_the_suite_has_more_than_the_track_uses() -> None:
+    lifespan = range(32)  # a lifespan family's TEST split (docs/leaderboard.md, "What verification redraws")
+    a, b = draw_test_variations(lifespan, 20), draw_test_variations(lifespan, 20)
+    assert len(a) == len(set(a)) == 20 and set(a) <= set(lifespan) and a != b
+    assert draw_test_variations(range(5), 20) == list(range(5))  # identify-life-stages-1: all five, nothing to draw
 
 
 def test_only_held_out_tracks_have_a_verified_tier(tmp_path: Path) -> None:
@@ -23,35 +31,37 @@ def test_only_held_out_tracks_have_a_verified_tier(tmp_path: Path) -> None:
 
 
 @pytest.mark.jvm
-def test_verify_runs_the_consolidator_out_of_process_on_fresh_banks(tmp_path: Path,
+def test_verify_runs_the_consolidator_in_its_sandbox_on_a_fresh_draw(tmp_path: Path,
                                                                      capfd: pytest.CaptureFixture[str]) -> None:
     data = {**load_track("scienceworld").__dict__, "name": "tiny-verify", "families": (FAMILY,), "banks": (0,),
-            "eval_in_family": 2, "eval_other": 0}
+            "eval_in_family": 1, "eval_other": 0}
     track = Track(**data)
     timings: dict[str, float] = {}
-    record = verify(track, "dedupe", tmp_path, eval_variations=3, gold_variations=3, progress=True, timings=timings)
+    record = verify(track, "dedupe", tmp_path, eval_variations=1, gold_variations=1, progress=True, timings=timings)
     said = capfd.readouterr().err  # every stage is named as it starts and ends, never minutes of silence
     for i, stage in enumerate(("acquire", "oracle", "consolidator", "re-score"), start=1):
         assert f"[{i}/4] {stage}: " in said and f"[{i}/4] {stage}: done in" in said
-    assert "consolidator 'dedupe' in its own process" in said  # the child's wait ticks a bar
+    assert "'dedupe' in the bubblewrap sandbox" in said
     assert set(timings) == {"acquire_s", "oracle_s", "consolidator_s", "rescore_s"}
     assert record["tier"] == "verified" and record["track"] == "tiny-verify"
     [seed] = record["verification"]["bank_seeds"]
     assert seed >= SEED_LOW and record["verification"]["seed_source"].startswith("drawn at verification")
+    assert len(record["verification"]["episode_secret"]) == 32 and record["verification"]["sandbox"] == "bubblewrap"
+    [drawn] = record["verification"]["test_variations"][FAMILY]  # 1 of the family's 32 TEST variations
     assert record["verification"]["pool_hash"] != track.pool_hash  # fresh banks, not the shipped pool
     [region] = record["records"]
-    assert region["family"] == FAMILY and len(region["episodes"]) == 2
-    assert (tmp_path / "submission.json").exists()  # what the consolidator's own process wrote
+    assert region["family"] == FAMILY and len(region["episodes"]) == 1
+    assert (tmp_path / "submission.json").exists()  # what the board built from the env's record, kept
     assert math.isfinite(record["verification"]["oracle_score"])  # the oracle ran on the same fresh banks
 
 
 @pytest.mark.jvm
-def test_a_consolidator_that_reads_the_fresh_pool_like_the_oracle_is_refused(tmp_path: Path) -> None:
-    """The fresh pool file is on the machine: the oracle itself, submitted as a contender, reads its gold paths.
-    Verification refuses banks that are the oracle's texts."""
-    from dreamer_gym.leaderboard.submission import SubmissionError
+def test_the_oracle_submitted_as_a_contender_cannot_read_the_fresh_pool(tmp_path: Path) -> None:
+    """Before the sandbox the oracle, submitted as a contender, read the fresh pool's gold paths (and was refused
+    only as a copy). In the sandbox the pool and the suite's procedures are hidden: a sandbox failure, no score."""
+    from dreamer_gym.leaderboard.sandbox import SandboxViolation
 
     data = {**load_track("scienceworld").__dict__, "name": "tiny-verify", "families": (FAMILY,), "banks": (0,),
-            "eval_in_family": 2, "eval_other": 0}
-    with pytest.raises(SubmissionError, match="are the texts of reference 'oracle'"):
-        verify(Track(**data), "oracle", tmp_path, kind="contender", eval_variations=3, gold_variations=3)
+            "eval_in_family": 1, "eval_other": 0}
+    with pytest.raises(SandboxViolation, match="failed inside the verify sandbox: .*hidden"):
+        verify(Track(**data), "oracle", tmp_path, kind="contender", eval_variations=1, gold_variations=1)
