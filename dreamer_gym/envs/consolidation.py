@@ -18,7 +18,14 @@ from dreamer_gym.envs.spaces import ToolCallSpace, sanitize, text_space
 from dreamer_gym.envs.tools import TOOLS, ToolError, Workspace, parse_action
 from dreamer_gym.errors import ConfigError, FrozenParameterError, RewardServiceError
 from dreamer_gym.memory import MemoryBank, select_by_family
-from dreamer_gym.service import CommitRequest, CommitResult, PublicPool, RewardService, make_reward_service
+from dreamer_gym.service import (
+    CommitRequest,
+    CommitResult,
+    EpisodeTicket,
+    PublicPool,
+    RewardService,
+    make_reward_service,
+)
 from dreamer_gym.store import Store
 from dreamer_gym.suites.registry import check_available
 
@@ -100,6 +107,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         self._region_dicts: list[dict[str, Any]] = []
         self._bank_index = 0
         self._episode_seed = 0
+        self._ticket: EpisodeTicket | None = None
         self._calls_left = 0
         self._last_result = ""
         self._last_error: str | None = None
@@ -150,6 +158,8 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         super().reset(seed=seed)
         pool, rng = self.pool, self.np_random
         bank_index, family = self._choose_region(options, rng)
+        episode_seed = int(rng.integers(2**63 - 1))  # the service derives the evaluation draw from it
+        ticket = self.service.open(bank_index, family, episode_seed)  # its token commits this episode, once
         bank = pool.banks[bank_index]
         region = select_by_family(bank, family, self.config.max_region_entries)
         if not self.store.has_bank(bank.hash):  # first use of this bank: store it with its evidence
@@ -160,7 +170,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         self._view = RegionView(region.name, list(self._ws.entries.values()), self.region_chars)
         self._region_dicts = [entry_dict(e) for e in self._ws.entries.values()]
         self._bank_index = bank_index
-        self._episode_seed = int(rng.integers(2**63 - 1))  # the service draws the evaluation episodes from it
+        self._episode_seed, self._ticket = episode_seed, ticket
         self._calls_left = self.config.max_tool_calls
         self._last_result = "Region loaded. Inspect it, emit a compact replacement set, then commit."
         self._last_error = None
@@ -228,7 +238,8 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         if terminated or truncated:
             ws = self._ws
             new_bank = self._store_new_bank(ws)
-            request = CommitRequest(self._bank_index, ws.family, self._episode_seed, tuple(ws.emitted), self._invalid)
+            token = self._ticket.token  # type: ignore[union-attr] - reset opened it
+            request = CommitRequest(self._bank_index, ws.family, token, tuple(ws.emitted), self._invalid)
             self._pending = (request, new_bank.hash, float(reward), terminated, truncated)
             info["commit_pending"] = True
         return self._obs(), float(reward), terminated, truncated, info

@@ -4,7 +4,10 @@ The run builds a *withholding* reward service (its own process), an env on the t
 every field frozen (budgets included), and visits each region with a fixed seed, so every submission is
 scored on the same regions and episodes (paired comparisons). The env's commits pay 0 and show no score;
 the service hands its ledger out once, through :meth:`~dreamer_gym.service.RewardService.finish`, after
-the last region.
+the last region. The service opens each region once, and the run checks that the ledger holds exactly
+one commit per region, in the order the runner visited them: a commit made outside the runner (a policy
+that reached the service itself) voids the run. ``episode_secret`` (verification) makes the service derive
+the evaluation draws from the fixed seeds under a secret, so they cannot be predicted from the track file.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import numpy as np
 
 from dreamer_gym.consolidators.base import Consolidator, run_episode
 from dreamer_gym.contract.frozen import check_frozen
+from dreamer_gym.errors import RewardServiceError
 from dreamer_gym.leaderboard.tracks import Track, TransferTrack
 from dreamer_gym.service import make_reward_service
 
@@ -69,10 +73,12 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run_track(track: Track, consolidator: Consolidator, *, name: str | None = None, service: str = "process",
-              progress: bool = True, **free: Any) -> TrackResult:
+              progress: bool = True, episode_secret: str | bytes | None = None, **free: Any) -> TrackResult:
     """Run ``consolidator`` on every region of ``track``; ``free``: ``workers``, ``executor``, ``store_path``.
 
-    ``service="inprocess"`` is for tests of the machinery only: it isolates nothing.
+    ``service="inprocess"`` is for tests of the machinery only: it isolates nothing. ``episode_secret``: the
+    service derives each region's evaluation draw from its seed under this secret (``None``: from the seed
+    alone, the track's published episodes).
     """
     from tqdm.auto import tqdm
 
@@ -82,7 +88,7 @@ def run_track(track: Track, consolidator: Consolidator, *, name: str | None = No
     kwargs = track.env_kwargs(**free)
     config = track.config(**free)
     check_frozen(config, kwargs, freeze_budgets=True, what=f"track {track.name!r}")
-    reward_service = make_reward_service(service, config, withhold=True)
+    reward_service = make_reward_service(service, config, withhold=True, episode_secret=episode_secret)
     commits: list[dict[str, Any]] = []
     try:
         env = ConsolidationEnv(**kwargs, reward_service=reward_service)
@@ -97,8 +103,27 @@ def run_track(track: Track, consolidator: Consolidator, *, name: str | None = No
         ledger = reward_service.finish()
     finally:
         reward_service.close()
+    check_ledger(ledger, commits)
     return TrackResult(track.name, track.protocol_version, label, label in REFERENCES, ledger, summarise(ledger),
                        commits)
+
+
+def check_ledger(ledger: Sequence[dict[str, Any]], commits: Sequence[dict[str, Any]]) -> None:
+    """One ledger record per region the runner visited, in its order; anything else means a commit was made
+    outside the runner (a policy that reached the service), which voids the run."""
+    got = [(r.get("bank_index"), r.get("family")) for r in ledger]
+    want = [(c["bank"], c["family"]) for c in commits]
+    if got != want:
+        raise RewardServiceError(f"the track's ledger holds {len(got)} commit(s) for the {len(want)} region(s) the "
+                                 f"runner visited (first difference: {_first_difference(got, want)}): a commit was made "
+                                 "outside the runner, so the run is void")
+
+
+def _first_difference(got: list[Any], want: list[Any]) -> str:
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g != w:
+            return f"record {i} is {g}, the runner's region {i} is {w}"
+    return f"record {min(len(got), len(want))} is {'extra' if len(got) > len(want) else 'missing'}"
 
 
 def run_transfer(track: TransferTrack, consolidator: Consolidator, *, name: str | None = None,

@@ -5,6 +5,9 @@ address (a Unix socket in a fresh temporary directory, or ``("127.0.0.1", 0)``) 
 each client connection gets a thread. Commits from all clients go to one queue, and a batcher thread
 scores whatever arrived within ``batch_window_s`` of the first with ONE ``commit_many`` (one evaluation run,
 shared before-scores); every other call is forwarded under the same lock (a service is not thread-safe).
+The host is sealed like the service process: it reads requests with
+:func:`~dreamer_gym.service.messages.read_request` and answers only
+:data:`~dreamer_gym.service.messages.SERVICE_OPERATIONS` (commits still need their tickets' tokens).
 
 :class:`RemoteRewardService` is the client: a :class:`~dreamer_gym.service.services.RewardService` that
 pickles to ``(address, authkey, config)`` and connects on first use, so an env built in another process
@@ -24,12 +27,11 @@ from typing import Any
 
 from dreamer_gym.contract.config import ConsolidationConfig
 from dreamer_gym.errors import RewardServiceError
-from dreamer_gym.service.messages import CommitRequest, CommitResult, PublicPool
+from dreamer_gym.service.messages import CommitRequest, CommitResult, PublicPool, read_request
 from dreamer_gym.service.services import ForwardingService, RewardService
 
 logger = logging.getLogger(__name__)
 _COMMIT_OPS = ("commit", "commit_many")
-_FORWARDED = ("public_pool", "commit_joint", "finish", "stats")
 
 
 @dataclass
@@ -89,22 +91,24 @@ class ServiceHost:
     def _serve(self, conn: Connection) -> None:
         while True:
             try:
-                op, args = conn.recv()
+                data = conn.recv_bytes()
             except (EOFError, OSError):
                 return
             try:
+                request = read_request(data)
+                if request is None:
+                    return
+                op, args = request
                 if op in _COMMIT_OPS:
-                    job = _Batched([args[0]] if op == "commit" else list(args[0]))
+                    job = _Batched(_batch_of(op, args))
                     self._queue.put(job)
                     job.done.wait()
                     if job.error is not None:
                         raise job.error
                     value: Any = job.results[0] if op == "commit" else job.results  # type: ignore[index]
-                elif op in _FORWARDED:
+                else:  # read_request lets only SERVICE_OPERATIONS through
                     with self._lock:
                         value = getattr(self.service, op)(*args)
-                else:
-                    raise RewardServiceError(f"unknown reward-service operation {op!r}")
                 conn.send(("ok", value))
             except Exception as exc:  # noqa: BLE001 - the client raises it
                 try:
@@ -150,6 +154,15 @@ class ServiceHost:
         self._listener.close()
         for conn in self._connections:
             conn.close()
+
+
+def _batch_of(op: str, args: tuple[Any, ...]) -> list[CommitRequest]:
+    """The requests of a ``commit`` or ``commit_many`` (checked: they are batched with other clients')."""
+    if len(args) == 1:
+        requests = [args[0]] if op == "commit" else args[0]
+        if isinstance(requests, (list, tuple)) and all(isinstance(r, CommitRequest) for r in requests):
+            return list(requests)
+    raise RewardServiceError(f"{op}: expected {'one CommitRequest' if op == 'commit' else 'a list of CommitRequest'}")
 
 
 class RemoteRewardService(ForwardingService):

@@ -1,12 +1,13 @@
 """The referee: everything privileged about the reward, in whichever process hosts the service.
 
 It holds the full bank pool (evaluation task texts, TRAIN gold paths), the evaluator with its simulator
-and downstream agent, and the evaluation cache. It draws the episodes, rebuilds bank v1 from its own copy
-of bank v0, checks the new region against the limits, scores it with
+and downstream agent, the evaluation cache and the episode tickets. It opens each episode (a ticket
+whose token a commit must carry once; :mod:`~dreamer_gym.service.tickets`), draws the episodes from the
+seed it derived at ``open``, rebuilds bank v1 from its own copy of bank v0, checks the new region against the limits, scores it with
 :func:`~dreamer_gym.contract.reward.reward_from_results` (each agent's size term of a joint commit with
 :func:`~dreamer_gym.contract.reward.size_term`) and answers with what the id's rules let the
 policy see. In a track (``withhold=True``) it answers with no score at all and keeps the results in a
-ledger that only :meth:`finish` hands out, once, after which it refuses commits.
+ledger that only :meth:`finish` hands out, once, after which it refuses commits; each region opens once.
 """
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from dreamer_gym.errors import EvaluationFailed, RewardServiceError
 from dreamer_gym.evaluation import EvalEpisode, Evaluator
 from dreamer_gym.memory import MemoryBank, MemoryEntry, count_tokens, select_by_family
 from dreamer_gym.pool import BankPool, load_or_build_pool
-from dreamer_gym.service.messages import CommitRequest, CommitResult, PublicPool
+from dreamer_gym.service.messages import CommitRequest, CommitResult, EpisodeTicket, PublicPool
+from dreamer_gym.service.tickets import TicketBook
 from dreamer_gym.store import Store
 from dreamer_gym.suites.base import EpisodeTask
 
@@ -67,9 +69,11 @@ def _success(results: list[EpisodeResult]) -> float:
 class Referee:
     """Scores commits for one reward definition (``config``); see the module docstring."""
 
-    def __init__(self, config: ConsolidationConfig, withhold: bool = False) -> None:
+    def __init__(self, config: ConsolidationConfig, withhold: bool = False,
+                 episode_secret: str | bytes | None = None) -> None:
         self.config = config
         self.withhold = withhold
+        self._tickets = TicketBook(episode_secret, withhold)
         self._pool: BankPool | None = None
         self._store: Store | None = None
         self._evaluator: Evaluator | None = None
@@ -97,6 +101,23 @@ class Referee:
         pool = self.pool
         return PublicPool(pool.suite, pool.hash, pool.families, pool.banks, dict(pool.trajectories))
 
+    def open(self, bank_index: int, family: str, seed: int) -> EpisodeTicket:
+        """Start an episode on region (``bank_index``, ``family``) whose evaluation draw comes from reset
+        ``seed``: the ticket whose token its commit carries. A track opens each region once."""
+        self._refuse_if_sealed()
+        old = self._bank(bank_index)
+        if not isinstance(family, str) or not select_by_family(old, family, self.config.max_region_entries).entry_ids:
+            raise RewardServiceError(f"open: bank {bank_index} has no entries of family {family!r}")
+        return self._tickets.open(int(bank_index), family, seed)
+
+    def reopen(self, tickets: list[tuple[str, int, str, int]]) -> None:
+        """Re-issue the live tickets of a service that died (token, bank, family, reset seed), so its requests
+        replay; only a service that pays per commit restarts (a track's raises instead)."""
+        if self.withhold:
+            raise RewardServiceError("a track's reward service does not restart, so it re-opens nothing")
+        for token, bank_index, family, seed in tickets:
+            self._tickets.open(bank_index, family, seed, token=token)
+
     def commit(self, request: CommitRequest) -> CommitResult:
         return self.commit_many([request])[0]
 
@@ -104,9 +125,10 @@ class Referee:
         """Score several commits with ONE evaluation run (their episodes play side by side on the workers;
         what two of them share, such as a GRPO group's bank v0, plays once). Same results as one
         :meth:`commit` after another."""
-        if self._sealed:
-            raise RewardServiceError("this track's results were handed out (finish()); it takes no more commits")
+        self._refuse_if_sealed()
+        requests = _checked(requests)
         prepared = [self._prepare(r) for r in requests]
+        self._tickets.spend([r.token for r in requests])
         jobs = [job for old, new, _, episodes in prepared for job in ((old, episodes), (new, episodes))]
         played = self.evaluator.evaluate_many(jobs)
         for i in range(len(requests)):
@@ -119,10 +141,10 @@ class Referee:
         every region replaced at once, played on the union of the regions' episode draws. Each agent's reward
         is the shared score change of the joint bank (the agents' families pay in full, other families only
         cost, as in :meth:`commit`) plus its own region's size term. The PettingZoo env's reward."""
-        if self._sealed:
-            raise RewardServiceError("this track's results were handed out (finish()); it takes no more commits")
+        self._refuse_if_sealed()
         if self.withhold:
             raise RewardServiceError("a joint commit pays per commit; a withholding (track) service does not")
+        requests = _checked(requests)
         if not requests:
             raise RewardServiceError("a joint commit needs at least one request")
         if len({r.bank_index for r in requests}) != 1:
@@ -131,6 +153,7 @@ class Referee:
             raise RewardServiceError(f"a joint commit's regions must be disjoint (one family each), got "
                                      f"{[r.family for r in requests]}")
         prepared = [self._prepare(r) for r in requests]
+        self._tickets.spend([r.token for r in requests])
         old = prepared[0][0]
         new = old.replace(tuple(i for _, _, ids, _ in prepared for i in ids),
                           tuple(e for r in requests for e in r.emitted))
@@ -168,13 +191,14 @@ class Referee:
         """Bank v0 and v1, the region's ids and the evaluation episodes of one commit (checked)."""
         cfg, pool = self.config, self.pool
         old = self._bank(request.bank_index)
+        seed = self._tickets.check(request.bank_index, request.family, request.token)
         region = select_by_family(old, request.family, cfg.max_region_entries)
         if not region.entry_ids:
             raise RewardServiceError(f"bank {request.bank_index} has no entries of family {request.family!r}")
         self._check_region(old, region.entry_ids, request)
         new = old.replace(region.entry_ids, request.emitted)
         episodes = draw_episodes(pool, request.family, cfg.split, cfg.eval_in_family, cfg.eval_other,
-                                 np.random.default_rng(request.episode_seed))
+                                 np.random.default_rng(seed))
         return old, new, region.entry_ids, episodes
 
     def _score(self, request: CommitRequest, old: MemoryBank, new: MemoryBank, region_ids: tuple[str, ...],
@@ -254,6 +278,10 @@ class Referee:
             self._store = None
 
     # --- checks ---------------------------------------------------------------------------------------------------
+    def _refuse_if_sealed(self) -> None:
+        if self._sealed:
+            raise RewardServiceError("this track's results were handed out (finish()); it takes no more commits")
+
     def _bank(self, index: int) -> MemoryBank:
         banks = self.pool.banks
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < len(banks):
@@ -267,6 +295,7 @@ class Referee:
         for e in request.emitted:
             if not isinstance(e, MemoryEntry):
                 raise RewardServiceError(f"emitted items must be MemoryEntry objects, got {type(e).__name__}")
+            _check_entry(e)
             if e.id in ids:
                 raise RewardServiceError(f"entry {e.id} is emitted twice")
             ids.add(e.id)
@@ -281,3 +310,22 @@ class Referee:
                 raise RewardServiceError(f"new entry {e.id} is over max_entry_tokens={cfg.max_entry_tokens}")
         if new > cfg.max_emitted:
             raise RewardServiceError(f"{new} new entries; max_emitted is {cfg.max_emitted}")
+
+
+def _checked(requests: object) -> list[CommitRequest]:
+    """A batch as a list of :class:`CommitRequest` (a request from another process may be anything)."""
+    if not isinstance(requests, (list, tuple)) or not all(isinstance(r, CommitRequest) for r in requests):
+        raise RewardServiceError(f"expected a list of CommitRequest, got {type(requests).__name__}")
+    return list(requests)
+
+
+def _check_entry(entry: MemoryEntry) -> None:
+    """An entry as its constructor would build it: an unpickled one may carry any id or field types."""
+    try:
+        fields_ok = all(isinstance(x, str) for x in (entry.kind, entry.text, entry.family, *entry.tags))
+        rebuilt = MemoryEntry.from_dict(entry.to_dict()) if fields_ok else None
+    except (AttributeError, KeyError, TypeError, ValueError):
+        rebuilt = None
+    if rebuilt is None or rebuilt != entry or rebuilt.id != entry.id:
+        raise RewardServiceError(f"entry {getattr(entry, 'id', '?')!r} is not what MemoryEntry builds from its fields "
+                                 "(a forged id or field type); emit entries through the env's tools")

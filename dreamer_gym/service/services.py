@@ -7,10 +7,13 @@ or a ``dreamer_gym.services`` entry point).
   interpreter started with ``subprocess``, so it also starts inside the daemonic workers of Gymnasium's
   ``AsyncVectorEnv``, which ``multiprocessing`` children cannot).
   The policy's process then holds the banks and TRAIN trajectories only: no evaluation task text, no
-  gold path, no evaluator to preview a candidate bank with. A dead service (OOM killer, say) is restarted
-  and the request replayed, except in a track, where results would be lost: there it raises.
+  gold path, no evaluator to preview a candidate bank with. The process is sealed: its loop (:func:`serve`)
+  answers only :data:`~dreamer_gym.service.messages.SERVICE_OPERATIONS` (and the pid diagnostics), reads
+  requests with an unpickler that builds nothing but the request classes, and scores a commit only with a
+  live ticket (:mod:`~dreamer_gym.service.tickets`). A dead service (OOM killer, say) is restarted with
+  its live tickets and the request replayed, except in a track, where results would be lost: there it raises.
 * ``"inprocess"``: :class:`InProcessRewardService`, the same referee in this process: for debugging,
-  profiling and the toy suites of tests. It gives the same rewards; it isolates nothing.
+  profiling, training and the toy suites of tests. It gives the same rewards; it isolates nothing.
 
 Both are context managers; ``close()`` stops the referee's simulators (and the service process).
 """
@@ -24,18 +27,29 @@ import signal
 import subprocess
 import sys
 import traceback
+from collections import OrderedDict
 from multiprocessing.connection import Connection
 from typing import Any, Protocol, runtime_checkable
 
 from dreamer_gym.contract.config import ConsolidationConfig
 from dreamer_gym.contract.registry import SERVICES
 from dreamer_gym.errors import ConfigError, RewardServiceError
-from dreamer_gym.service.messages import CommitRequest, CommitResult, PublicPool
+from dreamer_gym.service.messages import (
+    PROCESS_DIAGNOSTICS,
+    SERVICE_OPERATIONS,
+    CommitRequest,
+    CommitResult,
+    EpisodeTicket,
+    PublicPool,
+    read_request,
+)
 from dreamer_gym.service.referee import Referee
+from dreamer_gym.service.tickets import MAX_LIVE_TICKETS
 from dreamer_gym.suites import SuiteSpec, get_suite_spec, register_suite
 
 logger = logging.getLogger(__name__)
-_OPS = ("public_pool", "commit", "commit_many", "commit_joint", "finish", "stats", "worker_pids", "pid")
+_PROCESS_OPS = (*SERVICE_OPERATIONS, *PROCESS_DIAGNOSTICS)
+_COMMITS = ("commit", "commit_many", "commit_joint")
 _STOP_TIMEOUT_S = 30.0
 
 
@@ -51,8 +65,13 @@ class RewardService(Protocol):
         """The banks and the TRAIN trajectories (what the policy's process may hold)."""
         ...
 
+    def open(self, bank_index: int, family: str, seed: int) -> EpisodeTicket:
+        """Start an episode (the env's reset): a ticket whose token its one commit carries; the evaluation
+        draw is derived in the service from ``seed``. A track opens each region once."""
+        ...
+
     def commit(self, request: CommitRequest) -> CommitResult:
-        """Score one commit."""
+        """Score one commit (its token live, then spent)."""
         ...
 
     def commit_many(self, requests: list[CommitRequest]) -> list[CommitResult]:
@@ -91,17 +110,22 @@ class _ServiceBase:
 
 
 class InProcessRewardService(_ServiceBase):
-    """The referee in this process (isolates nothing; same rewards as the process service)."""
+    """The referee in this process (isolates nothing: a policy in this process can read the referee, so it
+    is for debugging and training; same rewards as the process service)."""
 
-    def __init__(self, config: ConsolidationConfig, *, withhold: bool = False, spec: SuiteSpec | None = None) -> None:
+    def __init__(self, config: ConsolidationConfig, *, withhold: bool = False, spec: SuiteSpec | None = None,
+                 episode_secret: str | bytes | None = None) -> None:
         if spec is not None:
             register_suite(spec)
         self.config, self.withhold = config, withhold
-        self.referee = Referee(config, withhold)
+        self.referee = Referee(config, withhold, episode_secret)
         self.restarts = 0
 
     def public_pool(self) -> PublicPool:
         return self.referee.public_pool()
+
+    def open(self, bank_index: int, family: str, seed: int) -> EpisodeTicket:
+        return self.referee.open(bank_index, family, seed)
 
     def commit(self, request: CommitRequest) -> CommitResult:
         return self.referee.commit(request)
@@ -146,36 +170,51 @@ def _exit_on_sigterm(signum: int, frame: Any) -> None:
 
 
 def serve(conn: Connection) -> None:
-    """The service process: read the pickled (config, spec, withhold), build the referee, then answer
-    ``(op, args)`` requests until ``None`` or EOF (the client is gone)."""
+    """The service process: read the pickled (config, spec, withhold, episode secret, live tickets) from its
+    starter, build the referee, then answer ``(op, args)`` requests until ``None`` or EOF (the client is gone).
+
+    Sealed: a request is read by :func:`~dreamer_gym.service.messages.read_request` (plain data and the
+    request classes only), and only :data:`_PROCESS_OPS` are answered; anything else is a
+    :class:`RewardServiceError` sent back, and the loop goes on."""
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     referee: Referee | None = None
     try:
         try:
-            config, spec, withhold = pickle.loads(conn.recv_bytes())
+            config, spec, withhold, secret, tickets = pickle.loads(conn.recv_bytes())
             register_suite(spec, replace=True)
-            referee = Referee(config, withhold)
+            referee = Referee(config, withhold, secret)
+            if tickets:
+                referee.reopen(tickets)
         except Exception as exc:  # noqa: BLE001 - the client raises it
             conn.send(_Failed(exc))
             return
         conn.send(os.getpid())
         while True:
             try:
-                request = conn.recv()
+                data = conn.recv_bytes()
             except EOFError:
                 return
-            if request is None:
-                return
-            op, args = request
             try:
-                value = os.getpid() if op == "pid" else getattr(referee, op)(*args)
-                conn.send(value)
+                request = read_request(data, _PROCESS_OPS)
+                if request is None:
+                    return
+                conn.send(_answer(referee, *request))
             except Exception as exc:  # noqa: BLE001 - reported to the client, which raises it
                 conn.send(_Failed(exc))
     finally:
         if referee is not None:
             referee.close()
         conn.close()
+
+
+def _answer(referee: Referee, op: str, args: tuple[Any, ...]) -> Any:
+    """One checked operation (``op`` is in :data:`_PROCESS_OPS`)."""
+    if op == "pid":
+        return os.getpid()
+    try:
+        return getattr(referee, op)(*args)
+    except TypeError as exc:  # wrong arity: the client's mistake, named
+        raise RewardServiceError(f"{op}: {exc}") from None
 
 
 class _Duplex:
@@ -219,6 +258,9 @@ class ForwardingService(_ServiceBase):
             self._public = self._call("public_pool")
         return self._public
 
+    def open(self, bank_index: int, family: str, seed: int) -> EpisodeTicket:
+        return self._call("open", bank_index, family, seed)
+
     def commit(self, request: CommitRequest) -> CommitResult:
         return self._call("commit", request)
 
@@ -236,16 +278,19 @@ class ForwardingService(_ServiceBase):
 
 
 class ProcessRewardService(ForwardingService):
-    """The referee in its own spawned process, started on first use. A service that dies is restarted and
-    the request replayed (requests are pure functions of the request and the config), at most
-    ``max_restarts`` times; a track service (``withhold``) raises instead, since its ledger died with it."""
+    """The referee in its own spawned process, started on first use. A service that dies is restarted with
+    the tickets this client opened and has not committed, and the request replayed (requests are pure
+    functions of the request, the ticket and the config), at most ``max_restarts`` times; a track service
+    (``withhold``) raises instead, since its ledger died with it, and starts once only (its episode secret
+    is dropped here once the process holds it)."""
 
     def __init__(self, config: ConsolidationConfig, *, withhold: bool = False, spec: SuiteSpec | None = None,
-                 max_restarts: int = 3) -> None:
+                 max_restarts: int = 3, episode_secret: str | bytes | None = None) -> None:
         self.config, self.withhold, self.max_restarts = config, withhold, max_restarts
-        spec = spec or get_suite_spec(config.suite)
+        self._spec = spec or get_suite_spec(config.suite)
+        self._secret = episode_secret
         try:
-            self._payload = pickle.dumps((config, spec, withhold))
+            pickle.dumps((config, self._spec))
         except (pickle.PicklingError, TypeError, AttributeError) as exc:
             raise ConfigError(f"the reward service receives the config and the suite spec pickled, and pickling "
                               f"raised {type(exc).__name__}: {exc}; use module-level pieces in the spec, or "
@@ -253,6 +298,8 @@ class ProcessRewardService(ForwardingService):
         self._process: subprocess.Popen[bytes] | None = None
         self._conn: _Duplex | None = None
         self._public: PublicPool | None = None
+        self._started = False
+        self._tickets: OrderedDict[str, tuple[str, int, str, int]] = OrderedDict()  # live ones, for a restart
         self.restarts = 0
 
     # --- requests ------------------------------------------------------------------------------------------------
@@ -277,7 +324,6 @@ class ProcessRewardService(ForwardingService):
 
     # --- the process ---------------------------------------------------------------------------------------------
     def _call(self, op: str, *args: Any) -> Any:
-        assert op in _OPS  # noqa: S101 - internal
         while True:
             conn = self._ensure()
             try:
@@ -286,13 +332,30 @@ class ProcessRewardService(ForwardingService):
             except (EOFError, OSError) as exc:
                 self._died(exc)
                 continue
+            self._remember(op, args, reply)
             if isinstance(reply, _Failed):
                 raise reply.exc
             return reply
 
+    def _remember(self, op: str, args: tuple[Any, ...], reply: Any) -> None:
+        """Keep the live tickets a restarted process must re-open (a service that pays per commit only)."""
+        if self.withhold:
+            return
+        if op == "open" and isinstance(reply, EpisodeTicket):
+            self._tickets[reply.token] = (reply.token, reply.bank_index, reply.family, int(args[2]))
+            while len(self._tickets) > MAX_LIVE_TICKETS:
+                self._tickets.popitem(last=False)
+        elif op in _COMMITS:
+            for request in (args[0] if op != "commit" else [args[0]]):
+                self._tickets.pop(getattr(request, "token", None), None)  # type: ignore[arg-type]
+
     def _ensure(self) -> _Duplex:
         if self._conn is not None:
             return self._conn
+        if self.withhold and self._started:
+            raise RewardServiceError("a track's reward service was closed or died; its ledger and tickets are gone, "
+                                     "so the run is void: run the track again")
+        payload = pickle.dumps((self.config, self._spec, self.withhold, self._secret, list(self._tickets.values())))
         to_child_r, to_child_w = os.pipe()
         to_parent_r, to_parent_w = os.pipe()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # as "spawn" would
@@ -304,7 +367,7 @@ class ProcessRewardService(ForwardingService):
         os.close(to_parent_w)
         conn = _Duplex(to_parent_r, to_child_w)
         try:
-            conn.send_bytes(self._payload)
+            conn.send_bytes(payload)
             hello = conn.recv()
         except (EOFError, OSError) as exc:
             _stop(process, conn, 0.0)
@@ -314,7 +377,9 @@ class ProcessRewardService(ForwardingService):
             raise hello.exc
         if self.restarts == 0:
             atexit.register(self.close)  # a service never closed is still stopped at exit
-        self._process, self._conn = process, conn
+        self._process, self._conn, self._started = process, conn, True
+        if self.withhold:
+            self._secret = None  # the process holds it; a track's service never restarts
         return conn
 
     def _died(self, exc: BaseException) -> None:
@@ -348,10 +413,12 @@ def _stop(process: subprocess.Popen[bytes], conn: _Duplex, timeout: float) -> No
 
 # --- the registry (dreamer_gym.contract.registry: the config checks its `service` against it) -----------------
 def make_reward_service(name: str, config: ConsolidationConfig, *, withhold: bool = False,
-                        spec: SuiteSpec | None = None) -> RewardService:
+                        spec: SuiteSpec | None = None, episode_secret: str | bytes | None = None) -> RewardService:
     """Build the reward service ``name`` (a name in :data:`SERVICES`: built-in, registered or an entry point)
-    for ``config``."""
+    for ``config``. ``episode_secret``: derive the evaluation draws from the reset seeds under it (a
+    verification run); passed only when given, so a registered service without the argument still builds."""
     if name not in SERVICES:
         raise ConfigError(f"Expected `service` to be one of {SERVICES.names()}, got {name!r}; register your own "
                           f"with {SERVICES.how_to()}")
-    return SERVICES.get(name)(config, withhold=withhold, spec=spec)
+    secret = {} if episode_secret is None else {"episode_secret": episode_secret}
+    return SERVICES.get(name)(config, withhold=withhold, spec=spec, **secret)

@@ -1,13 +1,14 @@
 """`check_service`: does a reward service keep the contract the env, the vector envs and the tracks rely on?
 
-A :class:`~dreamer_gym.service.services.RewardService` hands out the public pool and scores commits. What
-the rest of the package relies on, checked here on real commits: the public pool names the config's suite
-and pool; a commit that keeps its region as it was pays exactly 0.0 (nothing changed, nothing is played
-twice); the same request gives the same result, alone or in ``commit_many``; a request naming no bank or
-no region raises :class:`~dreamer_gym.errors.RewardServiceError` and the service still answers; a
-withholding (track) service pays ``None`` and hands its ledger out once, one record per commit, then
-refuses commits; a service whose episodes cannot run raises
-:class:`~dreamer_gym.errors.EvaluationFailed` with the reasons instead of paying. Failures raise
+A :class:`~dreamer_gym.service.services.RewardService` hands out the public pool, opens episodes (a ticket
+per reset) and scores commits. What the rest of the package relies on, checked here on real commits: the
+public pool names the config's suite and pool; a commit that keeps its region as it was pays exactly 0.0
+(nothing changed, nothing is played twice); the same region and reset seed give the same result, alone or
+in ``commit_many``; a commit is refused (:class:`~dreamer_gym.errors.RewardServiceError`) without a live
+token, with a used one or with another region's, and so is an ``open`` or a commit naming no bank or no
+region, and the service still answers; a withholding (track) service pays ``None``, opens each region once,
+hands its ledger out once, one record per commit, then refuses commits; a service whose episodes cannot run
+raises :class:`~dreamer_gym.errors.EvaluationFailed` with the reasons instead of paying. Failures raise
 :class:`ServiceCheckError` naming the property and what came. The check does not close the service.
 """
 from __future__ import annotations
@@ -19,9 +20,10 @@ from typing import Any
 
 from dreamer_gym.errors import DreamerGymError, EvaluationFailed, RewardServiceError
 from dreamer_gym.memory import MemoryBank, select_by_family
-from dreamer_gym.service import CommitRequest, CommitResult, PublicPool
+from dreamer_gym.service import CommitRequest, CommitResult, EpisodeTicket, PublicPool
 
-MEMBERS = ("config", "withhold", "public_pool", "commit", "commit_many", "commit_joint", "finish", "stats", "close")
+MEMBERS = ("config", "withhold", "public_pool", "open", "commit", "commit_many", "commit_joint", "finish", "stats",
+           "close")
 
 
 class ServiceCheckError(DreamerGymError, AssertionError):
@@ -85,21 +87,32 @@ class _Checker:
         self.report.rewards[prop] = result.reward
         return result
 
+    def request(self, family: str, emitted: tuple[Any, ...], seed: int, bank_index: int = 0) -> CommitRequest:
+        """A commit of ``emitted`` on (``bank_index``, ``family``) with a fresh ticket (``open`` at ``seed``)."""
+        prop = f"open({bank_index}, {family!r}, {seed})"
+        ticket = self.call(prop, self.service.open, bank_index, family, seed)
+        if not isinstance(ticket, EpisodeTicket) or (ticket.bank_index, ticket.family) != (bank_index, family):
+            raise self.fail(prop, f"expected an EpisodeTicket for bank {bank_index}, family {family!r}, got {ticket!r:.200}")
+        return CommitRequest(bank_index, family, ticket.token, emitted)
 
-def _requests(pool: PublicPool, max_region_entries: int, seed: int) -> tuple[MemoryBank, CommitRequest, CommitRequest]:
+
+def _regions(pool: PublicPool, max_region_entries: int) -> tuple[MemoryBank, list[tuple[str, tuple[Any, ...]]]]:
+    """Bank 0 and its first two regions (family, entries)."""
     bank = pool.banks[0]
-    for family in pool.families:
-        region = select_by_family(bank, family, max_region_entries)
-        if region.entry_ids:
-            kept = tuple(bank.get(i) for i in region.entry_ids)
-            return bank, CommitRequest(0, family, seed, kept), CommitRequest(0, family, seed, ())  # type: ignore[arg-type]
-    raise ServiceCheckError(f"bank 0 of pool {pool.hash} has no region of any family {pool.families}")
+    regions = [(f, tuple(bank.get(i) for i in select_by_family(bank, f, max_region_entries).entry_ids))
+               for f in pool.families]
+    regions = [(f, entries) for f, entries in regions if entries]
+    if len(regions) < 2:
+        raise ServiceCheckError(f"bank 0 of pool {pool.hash} has {len(regions)} region(s); the check needs two")
+    return bank, regions[:2]
 
 
-def _failing(checker: _Checker, keep: CommitRequest, drop: CommitRequest) -> None:
-    for prop, fn, arg in (("commit(keep-all) whose episodes fail", checker.service.commit, keep),
-                          ("commit_many whose episodes fail", checker.service.commit_many, [keep, drop])):
-        exc = checker.raises(prop, EvaluationFailed, fn, arg)
+def _failing(checker: _Checker, family: str, kept: tuple[Any, ...], seed: int) -> None:
+    for prop, fn, args in (("commit(keep-all) whose episodes fail", checker.service.commit,
+                            checker.request(family, kept, seed)),
+                           ("commit_many whose episodes fail", checker.service.commit_many,
+                            [checker.request(family, kept, seed), checker.request(family, (), seed)])):
+        exc = checker.raises(prop, EvaluationFailed, fn, args)
         errors = getattr(exc, "errors", None)
         if not isinstance(errors, tuple) or not errors or not all(isinstance(e, str) and e for e in errors):
             raise checker.fail(prop, f"EvaluationFailed must carry the reasons in `errors`, got {errors!r}")
@@ -107,10 +120,29 @@ def _failing(checker: _Checker, keep: CommitRequest, drop: CommitRequest) -> Non
     checker.report.passed.append("failed evaluation raises EvaluationFailed")
 
 
+def _refusals(checker: _Checker, pool: PublicPool, regions: list[tuple[str, tuple[Any, ...]]], used: CommitRequest,
+              seed: int) -> None:
+    """Requests the service must refuse, and it still answers afterwards."""
+    service, family, other = checker.service, regions[0][0], regions[1][0]
+    checker.raises("commit with a used token", RewardServiceError, service.commit, used)
+    checker.raises("commit with no token", RewardServiceError, service.commit, CommitRequest(0, family, "", ()))
+    if not service.withhold:  # a track opens `other` once, for real; its foreign-token case is the same check
+        foreign = checker.request(other, (), seed)
+        checker.raises("commit with another region's token", RewardServiceError, service.commit,
+                       CommitRequest(0, family, foreign.token, ()))
+    checker.raises("open(bank_index out of range)", RewardServiceError, service.open, len(pool.banks), family, seed)
+    checker.raises("open(a family with no region)", RewardServiceError, service.open, 0, "no-such-family", seed)
+    checker.raises("commit(bank_index out of range)", RewardServiceError, service.commit,
+                   CommitRequest(len(pool.banks), family, used.token, ()))
+    checker.call("public_pool() after refused requests", service.public_pool)
+    checker.report.passed.append("bad requests raise RewardServiceError")
+
+
 def check_service(service: Any, *, seed: int = 0, episodes_fail: bool = False) -> ServiceReport:
-    """Commit on the first region of bank 0 of ``service``'s pool (keep-all, drop-all, each twice, alone and
+    """Open and commit on the first two regions of bank 0 of ``service``'s pool (keep-all, drop-all, alone and
     in ``commit_many``), send requests it must refuse, then ``finish()``; raise :class:`ServiceCheckError`
-    on a breach, return a :class:`ServiceReport` otherwise. A withholding service is sealed afterwards.
+    on a breach, return a :class:`ServiceReport` otherwise. A withholding service is sealed afterwards (and
+    each of its regions is opened once: keep-all on the first, drop-all on the second).
 
     ``episodes_fail=True`` checks the failure path instead, on a service whose simulator you know fails every
     evaluation episode: each commit must raise :class:`EvaluationFailed` with its reasons, and the service
@@ -121,40 +153,59 @@ def check_service(service: Any, *, seed: int = 0, episodes_fail: bool = False) -
         raise ServiceCheckError(f"service {report.name!r}: expected the RewardService protocol's members, missing {missing}")
     checker = _Checker(service, report)
     pool = checker.public_pool()
-    bank, keep, drop = _requests(pool, service.config.max_region_entries, seed)
+    bank, regions = _regions(pool, service.config.max_region_entries)
+    family, kept_entries = regions[0]
     if episodes_fail:
-        _failing(checker, keep, drop)
+        _failing(checker, family, kept_entries, seed)
         return report
+    if service.withhold:
+        return _check_withholding(checker, pool, bank, regions, seed)
+    keep = checker.request(family, kept_entries, seed)
     kept = checker.result("commit(keep-all)", checker.call("commit(keep-all)", service.commit, keep), bank, False)
-    if not service.withhold and kept.reward != 0.0:
+    if kept.reward != 0.0:
         raise checker.fail("commit(keep-all)", f"keeping the region as it was must pay exactly 0.0, paid {kept.reward!r}")
+    drop = checker.request(family, (), seed)
     dropped = checker.result("commit(drop-all)", checker.call("commit(drop-all)", service.commit, drop), bank, True)
-    report.passed.append("keep-all pays 0.0" if not service.withhold else "withheld rewards")
-    again = checker.call("commit(drop-all) again", service.commit, drop)
-    many = checker.call("commit_many([keep-all, drop-all])", service.commit_many, [keep, drop])
+    report.passed.append("keep-all pays 0.0")
+    again = checker.call("commit(drop-all) again", service.commit, checker.request(family, (), seed))
+    many = checker.call("commit_many([keep-all, drop-all])", service.commit_many,
+                        [checker.request(family, kept_entries, seed), checker.request(family, (), seed)])
     if again != dropped or many != [kept, dropped]:
         raise checker.fail("same request, same result", f"commit(drop-all) gave {dropped.reward!r}, then {again.reward!r}"
                                                          f"; commit_many gave {[r.reward for r in many]!r} for "
                                                          f"[{kept.reward!r}, {dropped.reward!r}]")
     report.passed.append("same request, same result")
-    checker.raises("commit(bank_index out of range)", RewardServiceError, service.commit,
-                   CommitRequest(len(pool.banks), keep.family, seed, ()))
-    checker.raises("commit(a family with no region)", RewardServiceError, service.commit,
-                   CommitRequest(0, "no-such-family", seed, ()))
-    checker.call("public_pool() after refused requests", service.public_pool)
-    report.passed.append("bad requests raise RewardServiceError")
-    stats = checker.call("stats()", service.stats)
-    if not isinstance(stats, dict) or not all(isinstance(k, str) and isinstance(v, int) for k, v in stats.items()):
-        raise checker.fail("stats()", f"expected a dict of str -> int, got {stats!r:.200}")
-    report.passed.append("stats")
-    if not service.withhold:
-        checker.raises("finish() of a paying service", RewardServiceError, service.finish)
-        report.passed.append("finish")
-        return report
+    _refusals(checker, pool, regions, drop, seed)
+    _stats(checker)
+    checker.raises("finish() of a paying service", RewardServiceError, service.finish)
+    report.passed.append("finish")
+    return report
+
+
+def _check_withholding(checker: _Checker, pool: PublicPool, bank: MemoryBank,
+                       regions: list[tuple[str, tuple[Any, ...]]], seed: int) -> ServiceReport:
+    service, report = checker.service, checker.report
+    (family, kept_entries), (other, _) = regions
+    keep = checker.request(family, kept_entries, seed)
+    checker.result("commit(keep-all)", checker.call("commit(keep-all)", service.commit, keep), bank, False)
+    checker.raises("open of a region opened already", RewardServiceError, service.open, 0, family, seed + 1)
+    drop = checker.request(other, (), seed)
+    checker.result("commit(drop-all)", checker.call("commit(drop-all)", service.commit, drop), bank, True)
+    report.passed.append("withheld rewards, each region opens once")
+    _refusals(checker, pool, regions, drop, seed)
+    _stats(checker)
     ledger = checker.call("finish()", service.finish)
-    if not isinstance(ledger, list) or len(ledger) != 5 or not all(isinstance(r, dict) for r in ledger):
-        raise checker.fail("finish()", f"expected one record per commit (5), got {ledger!r:.300}")
+    if not isinstance(ledger, list) or len(ledger) != 2 or not all(isinstance(r, dict) for r in ledger):
+        raise checker.fail("finish()", f"expected one record per commit (2), got {ledger!r:.300}")
     checker.raises("finish() twice", RewardServiceError, service.finish)
+    checker.raises("open after finish()", RewardServiceError, service.open, 0, other, seed)
     checker.raises("commit after finish()", RewardServiceError, service.commit, keep)
     report.passed.append("finish")
     return report
+
+
+def _stats(checker: _Checker) -> None:
+    stats = checker.call("stats()", checker.service.stats)
+    if not isinstance(stats, dict) or not all(isinstance(k, str) and isinstance(v, int) for k, v in stats.items()):
+        raise checker.fail("stats()", f"expected a dict of str -> int, got {stats!r:.200}")
+    checker.report.passed.append("stats")

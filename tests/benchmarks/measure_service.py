@@ -49,7 +49,7 @@ def measure(service: str, trials: int) -> dict[str, object]:
                 "cold_commit_median_s": round(statistics.median(cold), 3),
                 "cached_commit_median_ms": round(1000 * statistics.median(warm), 2),
                 "public_pool_bytes": len(pickle.dumps(pool)),
-                "request_bytes_empty": len(pickle.dumps(CommitRequest(0, pool.families[0], 1, ())))}
+                "request_bytes_empty": len(pickle.dumps(CommitRequest(0, pool.families[0], "0" * 32, ())))}
     finally:
         env.close()
 

@@ -110,7 +110,8 @@ def test_a_changed_definition_changes_the_env_the_track_check_and_the_referee_to
         # the referee scores with the new size term: two regions emptied at once, each paid +size_coef
         referee = env.unwrapped.service.referee
         families = referee.pool.families[:2]
-        results = referee.commit_joint([CommitRequest(0, family, 7, ()) for family in families])
+        results = referee.commit_joint([CommitRequest(0, family, referee.open(0, family, 7).token, ())
+                                        for family in families])
         for result in results:
             assert result.info["reward_components"]["size"] == pytest.approx(0.05)  # -0.05 * (0 - t) / t
             assert result.info["reward_definition"]["size_coef"] == 0.05

@@ -99,7 +99,7 @@ def test_bad_options_and_frozen_fields_raise_naming_the_fix(env):
     with pytest.raises(FrozenParameterError, match="eval_in_family"):
         parallel_env(ENV_ID, eval_in_family=1)
     referee = env.service.referee
-    request = CommitRequest(0, "grow-plant", 0, ())
+    request = CommitRequest(0, "grow-plant", referee.open(0, "grow-plant", 0).token, ())
     with pytest.raises(RewardServiceError, match="must be disjoint"):
         referee.commit_joint([request, request])
 

@@ -30,7 +30,7 @@ def requests_for(service: InProcessRewardService) -> list[CommitRequest]:
     out = []
     for i, family in enumerate(sorted({e.family for e in bank})):
         kept = tuple(e for e in bank if e.family == family)[:1]  # keep one entry of the region
-        out.append(CommitRequest(0, family, episode_seed=i, emitted=kept))
+        out.append(CommitRequest(0, family, service.open(0, family, i).token, emitted=kept))
     return out
 
 
@@ -63,7 +63,7 @@ def test_a_bad_request_fails_its_client_only_and_strangers_are_refused(config):
     try:
         client = host.client()
         with pytest.raises(RewardServiceError, match="bank_index"):
-            client.commit(CommitRequest(99, "open-safe", 0, ()))
+            client.commit(CommitRequest(99, "open-safe", "no-token", ()))
         assert client.stats()["failures"] == 0  # the host serves on
         with pytest.raises(AuthenticationError):
             Client(host.address, authkey=b"not the key")

@@ -129,15 +129,16 @@ def test_a_track_withholds_every_score_and_hands_its_ledger_out_once():
         for key in ("score_before", "score_after", "episodes", "reward_components", "score_delta_parts"):
             assert key not in info
         assert "withheld" in obs["result"] and "Score" not in obs["result"]
+        with pytest.raises(RewardServiceError, match="opened already"):  # a track opens each region once
+            env.reset(seed=track.seed, options={"bank": 0, "family": "lifespan-longest-lived"})
         [record] = service.finish()
         assert record["family"] == "lifespan-longest-lived" and len(record["episodes"]) == 3
         assert {e["variation"] for e in record["episodes"][:2]} <= set(load_pool(track.pool, track.pool_hash).variations(
             "lifespan-longest-lived", "test"))
         with pytest.raises(RewardServiceError, match="once"):
             service.finish()
-        env.reset(seed=1)
         with pytest.raises(RewardServiceError, match="no more commits"):
-            env.step(call("commit"))
+            env.reset(seed=1)
     finally:
         env.close()
         service.close()
@@ -165,13 +166,14 @@ def test_the_referee_rechecks_what_it_is_asked_to_score():
         pool = service.public_pool()
         assert not hasattr(pool, "task_texts") and not hasattr(pool, "train_gold")
         family = pool.families[0]
+        token = service.open(0, family, 0).token
         new = tuple(MemoryEntry("insight", f"tip {i}", family, (), ()) for i in range(2))
         with pytest.raises(RewardServiceError, match="max_emitted"):
-            service.commit(CommitRequest(0, family, 0, new))
+            service.commit(CommitRequest(0, family, token, new))
         alien = (MemoryEntry("insight", "tip", "not-" + family, (), ()),)
         with pytest.raises(RewardServiceError, match="family"):
-            service.commit(CommitRequest(0, family, 0, alien))
+            service.commit(CommitRequest(0, family, token, alien))
         with pytest.raises(RewardServiceError, match="bank_index"):
-            service.commit(CommitRequest(7, family, 0, ()))
+            service.commit(CommitRequest(7, family, token, ()))
     finally:
         service.close()

@@ -1,5 +1,5 @@
-"""`check_service` passes the shipped reward services (in-process and process, paying and withholding) on the
-real latency suite, checks the failure path on a suite whose evaluation episodes crash, and names a breach."""
+"""`check_service` passes the shipped reward services (in-process and process, paying and withholding; tickets
+refused when used, foreign or missing) on the real latency suite, checks the failure path on a suite whose evaluation episodes crash, and names a breach."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -54,10 +54,12 @@ def test_the_shipped_services_pass(config: ConsolidationConfig, name: str) -> No
     assert report.rewards["commit(keep-all)"] == 0.0 and report.rewards["commit(drop-all)"] != 0.0
 
 
-def test_a_withholding_service_passes_and_pays_nothing(config: ConsolidationConfig) -> None:
-    with InProcessRewardService(config, withhold=True) as service:
+@pytest.mark.parametrize("name", ["inprocess", "process"])
+def test_a_withholding_service_passes_and_pays_nothing(config: ConsolidationConfig, name: str) -> None:
+    with make_reward_service(name, config, withhold=True) as service:
         report = check_service(service)
-    assert report.passed[1] == "withheld rewards" and report.passed[-1] == "finish"
+    assert report.passed == ["public pool", "withheld rewards, each region opens once",
+                             "bad requests raise RewardServiceError", "stats", "finish"]
     assert set(report.rewards.values()) == {None}
 
 
