@@ -3,18 +3,18 @@
 Provenance is required of every new entry but only checked to lie inside its region; this column checks
 that the cited evidence *holds* the text. Each emitted entry of a region is read by the track's suite
 reader (its :class:`~dreamer_gym.suites.spec.SuiteSpec` ``follower``, ``reads``) into claims, and each
-claim is checked against the steps its provenance cites (``[start, end]`` of each cited trajectory of the
-public pool: TRAIN acquisition evidence only, never gold paths):
+claim is checked against the trajectories its provenance cites (whole episodes of the public pool: TRAIN
+acquisition evidence only, never gold paths):
 
 * **goal**: the entry's goal clause ("To <goal>: ...", "While trying to <goal>, ..."): held when every
   content word of it (``<slots>`` aside) is a word of one cited trajectory's task text;
 * **steps**: the actions the reader would take (procedure steps, steps of notes on what raised the score),
   in order: held when they align, in that order, with the actions of a cited trajectory (a longest common
   subsequence per cited trajectory, a ``<slot>`` matching any object; a step is held when some cited
-  trajectory's alignment holds it). Steps a pitfall forbids are held when a cited trajectory took them;
+  trajectory's alignment holds it, or when it only restates a cited task: "while trying to focus on the
+  life stages of the wolf"). Steps a pitfall forbids are held when a cited trajectory took them;
 * **facts**: the facts the reader looks up (list items, "<object> can be found in <place>"): held when
-  their words appear in the actions and observations of a cited trajectory (the whole episode: where an
-  object was rests on steps before the cited one).
+  their words appear in the actions and observations of a cited trajectory.
 
 An entry's grounding is its held claims over its claims; a region's pools its entries' claims; a
 submission's ``share`` is the mean over regions that make any claim. An entry is *flagged* when less than
@@ -30,7 +30,7 @@ from typing import Any
 
 from dreamer_gym.agents.base import Reading
 from dreamer_gym.memory import MemoryEntry
-from dreamer_gym.memory.trajectory import Step, Trajectory
+from dreamer_gym.memory.trajectory import Trajectory
 from dreamer_gym.suites.registry import get_suite_spec
 
 FLAG_BELOW = 0.5  # an entry less than half of whose claims its evidence holds is flagged
@@ -38,6 +38,9 @@ _ARTICLES = re.compile(r"\b(?:the|a|an)\b")
 _NOISE = re.compile(r"[^a-z0-9<>@ ]+")
 _SLOT = re.compile(r"<[^<>]{1,40}>")
 _GOAL = re.compile(r"^\s*(?:to|while trying to|an attempt to) (.+?)(?::|,| failed)", re.IGNORECASE)
+# a note on what worked read as one step ("'go to outside' raised the score from 25 to 50", reading._RAISED):
+# the action is the claim the steps check; the score is the outcome's
+_OUTCOME = re.compile(r"\s+raised score(?: from -?\d+(?: \d+)?(?: to -?\d+(?: \d+)?)?)?$")
 _STOP = frozenset("a an the of to in on and or is are it its this that your you be with from by at as for "
                   "then first".split())
 
@@ -79,9 +82,10 @@ def _aligned(steps: Sequence[str], actions: Sequence[str]) -> set[int]:
 
 @dataclass(frozen=True)
 class Evidence:
-    """What one entry cites: per cited trajectory the normalised actions of the cited steps and its task
-    words, and the text (actions and observations) of the cited trajectories for the facts: a fact such as
-    "<object> can be found in <place>" rests on where the episode was, which an earlier step showed."""
+    """What one entry cites: per cited trajectory (each once) its normalised actions and task words, and the
+    text (actions and observations) of the cited trajectories for the facts. Whole episodes, not the cited
+    step ranges: a merged procedure cites each source's pieces but its steps, in order, are the episode's,
+    and a fact such as "<object> can be found in <place>" rests on where an earlier step was."""
 
     actions: tuple[tuple[str, ...], ...]
     task_words: tuple[frozenset[str], ...]
@@ -89,14 +93,10 @@ class Evidence:
 
     @classmethod
     def cited(cls, entry: MemoryEntry, trajectories: dict[str, Trajectory]) -> Evidence:
-        runs: list[tuple[Trajectory, tuple[Step, ...]]] = []
-        for p in entry.provenance:
-            traj = trajectories.get(p.trajectory_id)
-            if traj is not None:
-                runs.append((traj, traj.steps[p.start:p.end + 1]))
-        return cls(tuple(tuple(normalise(s.action) for s in steps) for _, steps in runs),
-                   tuple(frozenset(normalise(t.task_description).split()) for t, _ in runs),
-                   " ".join(normalise(f"{s.action} . {s.observation}") for t, _ in runs for s in t.steps))
+        runs = [trajectories[t] for t in dict.fromkeys(p.trajectory_id for p in entry.provenance) if t in trajectories]
+        return cls(tuple(tuple(normalise(s.action) for s in t.steps) for t in runs),
+                   tuple(frozenset(normalise(t.task_description).split()) for t in runs),
+                   " ".join(normalise(f"{s.action} . {s.observation}") for t in runs for s in t.steps))
 
 
 @dataclass(frozen=True)
@@ -124,11 +124,12 @@ def ground_entry(entry: MemoryEntry, reading: Reading, evidence: Evidence) -> En
     if goal and _content(goal.group(1)):
         words = _content(goal.group(1))
         claims.append((f"goal: {goal.group(1)}", any(all(w in task for w in words) for task in evidence.task_words)))
-    steps = [normalise(a) for a in reading.actions]
+    steps = [_OUTCOME.sub("", normalise(a)) for a in reading.actions]
     held: set[int] = set()
     for actions in evidence.actions:
         held |= _aligned(steps, actions)
-    claims += [(f"step: {s}", i in held) for i, s in enumerate(steps)]
+    claims += [(f"step: {s}", i in held or any(set(_content(s)) <= task for task in evidence.task_words))
+               for i, s in enumerate(steps)]
     taken = [a for actions in evidence.actions for a in actions]
     claims += [(f"avoid: {a}", any(_pattern(normalise(a)).match(t) for t in taken)) for a in reading.avoided]
     for fact in reading.facts:
