@@ -13,16 +13,22 @@ import tempfile
 from pathlib import Path
 
 from dreamer_gym.consolidators import make_consolidator
-from dreamer_gym.leaderboard import Track, load_track, run_track
+from dreamer_gym.leaderboard import Track, load_track
 from dreamer_gym.leaderboard.render import render
-from dreamer_gym.leaderboard.submission import SubmissionError, build_submission, consolidator_block, dumps
+from dreamer_gym.leaderboard.submission import (
+    SubmissionError,
+    build_submission,
+    consolidator_block,
+    dumps,
+    run_for_submission,
+)
 from dreamer_gym.leaderboard.validate import validate
 
 small = Track(**{**load_track("scienceworld").__dict__, "name": "scienceworld-small",
                  "families": ("lifespan-longest-lived",), "banks": (0, 1), "eval_in_family": 2, "eval_other": 1})
 tracks = {small.name: small}  # the board knows the shipped tracks; this one is added for the example
 
-result = run_track(small, make_consolidator("dedupe"), progress=False)
+result = run_for_submission(small, make_consolidator("dedupe"), progress=False)  # keeps the calls the board replays
 submission = json.loads(dumps(build_submission(consolidator_block("dedupe", kind="fixed"), [(small, result)])))
 print("claimed score:", submission["tracks"][0]["claimed"]["score"])
 

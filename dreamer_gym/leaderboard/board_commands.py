@@ -8,17 +8,22 @@ from typing import Any
 
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.evaluation.failures import failure_summary
+from dreamer_gym.leaderboard.rows import FIXED_RULES, results_path, slug
 
-RESULTS_DIR = Path("leaderboards/results")
-SUBMISSIONS_DIR = Path("leaderboards/submissions")
-# built-in rules that learn nothing: the "best fixed baseline" of the aggregates is the best of these
-FIXED = frozenset({"keep-all", "empty", "dedupe", "blind", "consensus", "random"})
+FIXED = frozenset(FIXED_RULES)
 
 
-def slug(name: str) -> str:
-    """A file name for a consolidator name (``oplevel:runs/x/checkpoint-12`` -> ``oplevel-runs-x-checkpoint-12``)."""
-    out = "".join(c if c.isalnum() or c in "-_." else "-" for c in name).strip("-.")
-    return "-".join(p for p in out.split("-") if p) or "unnamed"
+def board_root() -> Path:
+    """``leaderboards/`` of the checkout this package runs from (so `validate` finds the references and the
+    results from any folder), else ``./leaderboards`` (an installed package: pass the folders)."""
+    import dreamer_gym
+
+    root = Path(dreamer_gym.__file__).resolve().parent.parent / "leaderboards"
+    return root if root.is_dir() else Path("leaderboards").resolve()
+
+
+RESULTS_DIR = board_root() / "results"
+SUBMISSIONS_DIR = board_root() / "submissions"
 
 
 def _kind(name: str, given: str | None) -> str:
@@ -60,8 +65,7 @@ def llm_block(consolidator: object) -> dict[str, str] | None:
 def cmd_submit(args: argparse.Namespace) -> int:
     """Run a consolidator on each track (the consolidator in this process, scoring in the reward service)."""
     from dreamer_gym.consolidators import make_consolidator
-    from dreamer_gym.leaderboard.runner import run_track
-    from dreamer_gym.leaderboard.submission import build_submission, consolidator_block, dumps
+    from dreamer_gym.leaderboard.submission import build_submission, consolidator_block, dumps, run_for_submission
 
     consolidator = make_consolidator(args.consolidator)
     check_installed()
@@ -71,8 +75,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
                                trained_on=args.trained_on, llm=llm)
     runs = []
     for track in _member_tracks(args.track):
-        runs.append((track, run_track(track, consolidator, name=block["name"], progress=not args.quiet,
-                                      workers=args.workers)))
+        runs.append((track, run_for_submission(track, consolidator, name=block["name"], progress=not args.quiet,
+                                               workers=args.workers)))
     data = build_submission(block, runs)
     out = args.out or SUBMISSIONS_DIR / f"{slug(block['name'])}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -99,8 +103,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
         data = load_submission(args.file)
-        references = [ref for path in sorted(args.references.glob("*.json")) if path.resolve() != args.file.resolve()
-                      for ref in [load_submission(path)] if ref.get("consolidator", {}).get("kind") == "reference"]
+        references = load_references(args.references, args.file, data)
+        check_rows_free(data, args.out_dir)
         timings: dict[str, float] = {}
         results = validate(data, references=references, progress=not args.quiet, workers=args.workers, timings=timings,
                            **({"store_path": str(args.store)} if args.store else {}))
@@ -108,13 +112,46 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(f"rejected: {args.file}: {exc}", file=sys.stderr)
         return 1
     for result in results:
-        out = args.out_dir / result["track"] / f"{slug(result['consolidator']['name'])}.json"
+        out = results_path(args.out_dir, result["track"], result["consolidator"]["name"])
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(dumps(result))
         print(f"accepted ({result['tier']}): {result['track']}: score {result['summary']['score']:+.4f} -> {out}")
     print(f"validated in {time.perf_counter() - start:.1f} s (checks {timings['checks_s']:.1f} s, re-score "
           f"{timings.get('rescore_s', 0.0):.1f} s)", file=sys.stderr)
     return 0
+
+
+def load_references(folder: Path, submission: Path, data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The reference submissions in ``folder`` (all but ``submission`` itself), said on stderr per track;
+    no folder, or none for a track ``data`` is on, is a ConfigError: the copy check never runs on nothing."""
+    from dreamer_gym.leaderboard.submission import load_submission
+
+    if not folder.is_dir():
+        raise ConfigError(f"no references folder {str(folder)!r}; pass --references DIR (the submissions of the "
+                          "reference rows, e.g. leaderboards/submissions of the repository)")
+    found = [(path, ref) for path in sorted(folder.glob("*.json")) if path.resolve() != submission.resolve()
+             for ref in [load_submission(path)] if ref.get("consolidator", {}).get("kind") == "reference"]
+    own_reference = data.get("consolidator", {}).get("kind") == "reference"
+    for block in data.get("tracks", []):
+        track = block.get("track") if isinstance(block, dict) else None
+        used = [path.name for path, ref in found if any(b.get("track") == track for b in ref["tracks"])]
+        if not used and not own_reference:
+            raise ConfigError(f"no reference submission for track {track!r} in {folder}: the copy check needs one "
+                              "(pass --references DIR)")
+        print(f"copy check on track {track!r}: against {used or 'no other reference'} in {folder}", file=sys.stderr)
+    return [ref for _, ref in found]
+
+
+def check_rows_free(data: dict[str, Any], results_dir: Path) -> None:
+    """Before any re-score: no results file this submission would write holds another submission."""
+    from dreamer_gym.leaderboard.rows import check_row_free
+    from dreamer_gym.leaderboard.validate import check_schema, submission_digest
+
+    check_schema(data)
+    digest = submission_digest(data)
+    for block in data["tracks"]:
+        name = data["consolidator"]["name"]
+        check_row_free(results_path(results_dir, block["track"], name), name, digest)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from dreamer_gym.leaderboard.aggregate import FLAT_POINTS, Normaliser, aggregate, best_fixed, region_scores, score_ci
+from dreamer_gym.leaderboard.rows import ANCHORS, FIXED_RULES
 from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION
 
 SCIENCEWORLD_ID = "MemoryConsolidation-ScienceWorld-v0"
@@ -94,26 +95,20 @@ def load_results(results_dir: Path) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def _base(result: dict[str, Any]) -> str:
-    return str(result["consolidator"]["config"].get("consolidator", result["consolidator"]["name"])).split(":", 1)[0]
-
-
 def build_board(track: str, all_results: Sequence[dict[str, Any]]) -> Board:
     """One track's rows (re-scored records, ranked and listed apart) and its verified runs."""
     results = [r for r in all_results if r["tier"] == "re-scored"]
     current = [r for r in results if r["protocol_version"] == PROTOCOL_VERSION]
-    # the normalising rows are the built-in baselines themselves: named exactly `empty` (fixed) and `oracle`
-    # (reference), never a submission that merely calls its consolidator so
-    anchors = {("empty", "fixed"), ("oracle", "reference")}
-    by_base = {_base(r): r for r in current
-               if (r["consolidator"]["name"], r["consolidator"]["kind"]) in anchors and _base(r) == r["consolidator"]["name"]}
-    normaliser = (Normaliser.from_results(by_base["empty"], by_base["oracle"])
-                  if "empty" in by_base and "oracle" in by_base else None)
+    # the normalising rows and the fixed baselines are built-in rows only: `builtin` is written by validate when
+    # the board re-ran the package's own rule and it reproduced the banks (rows.py), never by a submitter
+    builtin = {r["builtin"]: r for r in current if r.get("builtin")}
+    normaliser = (Normaliser.from_results(builtin["empty"], builtin["oracle"])
+                  if all(a in builtin for a in ANCHORS) else None)
     matrices: dict[str, np.ndarray] = {}
     if normaliser is not None:
         for r in current:
             matrices[r["consolidator"]["name"]] = normaliser.matrix(r)[0]
-    fixed = [r["consolidator"]["name"] for r in current if r["consolidator"]["kind"] == "fixed"]
+    fixed = [r["consolidator"]["name"] for r in current if r.get("builtin") in FIXED_RULES]
     baseline = best_fixed(matrices, fixed)
     rows = []
     for r in results:

@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import platform
 from importlib import metadata, resources
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dreamer_gym.errors import DreamerGymError
-from dreamer_gym.leaderboard.runner import TrackResult
+from dreamer_gym.leaderboard.intake import SubmissionError, read_json
+from dreamer_gym.leaderboard.runner import TrackResult, run_track
 from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION, Track
 
 SCHEMA_VERSION = 1
@@ -22,10 +23,6 @@ KINDS = ("contender", "fixed", "reference")
 # the versions a submission records: the simulators and learning stack that could change a score
 RECORDED_PACKAGES = ("gymnasium", "numpy", "scienceworld", "alfworld", "textworld", "browsergym-core", "torch",
                      "transformers", "trl", "stable-baselines3", "sb3-contrib", "vllm")
-
-
-class SubmissionError(DreamerGymError, ValueError):
-    """A submission is rejected; the message names the field (as a JSON path) and what was expected."""
 
 
 def schema() -> dict[str, Any]:
@@ -64,15 +61,54 @@ def consolidator_block(name: str, *, kind: str, link: str = "", config: dict[str
     return block
 
 
+class CallRecorder:
+    """A consolidator that sends its wrapped one's tool calls unchanged and keeps them, one list per region:
+    a submission's call log. The board replays the calls themselves, so the env counts tool calls and invalid
+    calls at validation (a count the submitter typed would be a claim)."""
+
+    def __init__(self, consolidator: Any) -> None:
+        self.consolidator = consolidator
+        self.runs: list[list[str]] = []
+
+    def __getattr__(self, name: str) -> Any:  # name, llm_info, temperature...: the wrapped consolidator's
+        return getattr(self.__dict__["consolidator"], name)
+
+    def actions(self, env: Any, obs: dict[str, Any], info: dict[str, Any]) -> Iterator[str]:
+        log: list[str] = []
+        self.runs.append(log)
+        calls = self.consolidator.actions(env, obs, info)
+        send = getattr(calls, "send", None)
+        try:
+            action = next(calls)
+            while True:
+                log.append(action)
+                obs, info = yield action
+                action = send((obs, info)) if send is not None else next(calls)
+        except StopIteration:
+            return
+
+
+def run_for_submission(track: Track, consolidator: Any, **kwargs: Any) -> TrackResult:
+    """:func:`~dreamer_gym.leaderboard.run_track` with each region's tool calls kept in its commit
+    (``commits[i]["calls"]``), which :func:`track_block` writes into the submission."""
+    recorder = CallRecorder(consolidator)
+    result = run_track(track, recorder, **kwargs)
+    for commit, calls in zip(result.commits, recorder.runs):
+        commit["calls"] = list(calls)
+    return result
+
+
 def track_block(track: Track, result: TrackResult) -> dict[str, Any]:
-    """One track's part of a submission, from a :func:`~dreamer_gym.leaderboard.run_track` result."""
+    """One track's part of a submission, from a :func:`run_for_submission` result (a plain
+    :func:`~dreamer_gym.leaderboard.run_track` result has no call log: validation refuses it)."""
     if len(result.commits) != len(result.records):
         raise SubmissionError(f"track {track.name!r}: {len(result.commits)} commits but {len(result.records)} scored "
                               "regions; run the track with dreamer_gym.leaderboard.run_track")
     regions = []
     for commit, record in zip(result.commits, result.records):
         regions.append({
-            **{k: commit[k] for k in ("bank", "family", "seed", "emitted", "tool_calls", "invalid_calls")},
+            **{k: commit[k] for k in ("bank", "family", "seed", "emitted", "tool_calls", "invalid_calls", "calls")
+               if k in commit},
             "claimed": {"reward": record["reward"], "score_before": record["score_before"],
                         "score_after": record["score_after"], "tokens_after": record["size_after"]["tokens"]},
         })
@@ -99,14 +135,10 @@ def dumps(data: dict[str, Any]) -> str:
 
 
 def load_submission(path: str | Path) -> dict[str, Any]:
-    """Parse ``path``; a file that is not JSON is a :class:`SubmissionError` naming the line."""
+    """Parse ``path`` within the board's bounds (:mod:`~dreamer_gym.leaderboard.intake`: size, UTF-8, JSON,
+    depth, finite numbers); each failure is a one-line :class:`SubmissionError`."""
     path = Path(path)
-    if not path.exists():
-        raise SubmissionError(f"no submission file {str(path)!r}")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise SubmissionError(f"{path}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from exc
+    data = read_json(path)
     if not isinstance(data, dict):
         raise SubmissionError(f"{path}: a submission is a JSON object, got {type(data).__name__}")
     return data

@@ -32,7 +32,13 @@ import yaml
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.leaderboard.runner import run_track
 from dreamer_gym.leaderboard.sandbox import Sandbox, SandboxedConsolidator
-from dreamer_gym.leaderboard.submission import build_submission, consolidator_block, dumps, frozen_fields
+from dreamer_gym.leaderboard.submission import (
+    build_submission,
+    consolidator_block,
+    dumps,
+    frozen_fields,
+    run_for_submission,
+)
 from dreamer_gym.leaderboard.tracks import Track
 from dreamer_gym.leaderboard.validate import check_data, compare_claims, rescore, results_record
 
@@ -154,7 +160,8 @@ def run_sandboxed(track: Track, consolidator: str, sandbox: Sandbox, *, kind: st
     and its withholding service out here; built from what the env recorded, like ``leaderboard submit``."""
     sandbox.self_test()
     with SandboxedConsolidator(sandbox, consolidator, track.config(**free), timeout_s=timeout_s) as remote:
-        result = run_track(track, remote, name=consolidator, progress=progress, episode_secret=episode_secret, **free)
+        result = run_for_submission(track, remote, name=consolidator, progress=progress, episode_secret=episode_secret,
+                                    **free)  # keeps the calls: the re-score replays them (validate.check_regions)
     block = consolidator_block(consolidator, kind=kind, config={"consolidator": consolidator}, trained_on=trained_on,
                                llm=remote.ready.get("llm"))
     return build_submission(block, [(track, result)])

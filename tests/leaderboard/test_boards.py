@@ -10,7 +10,6 @@ import pytest
 from test_submissions import TRACKS
 
 from dreamer_gym.consolidators import make_consolidator
-from dreamer_gym.leaderboard import run_track
 from dreamer_gym.leaderboard.aggregate import (
     FLAT_POINTS,
     Normaliser,
@@ -20,18 +19,22 @@ from dreamer_gym.leaderboard.aggregate import (
     stratified_bootstrap,
 )
 from dreamer_gym.leaderboard.render import README_END, README_START, build_board, render
-from dreamer_gym.leaderboard.submission import build_submission, consolidator_block, dumps
+from dreamer_gym.leaderboard.submission import build_submission, consolidator_block, dumps, run_for_submission
 from dreamer_gym.leaderboard.validate import results_record
 
 
-def _result(name: str, scores: dict[tuple[int, str], float], kind: str = "contender") -> dict:
-    """A results file's shape with one in-family episode per region (for the arithmetic only)."""
+def _result(name: str, scores: dict[tuple[int, str], float], kind: str = "contender", builtin: bool | None = None) -> dict:
+    """A results file's shape with one in-family episode per region (for the arithmetic only); a fixed or
+    reference row is marked built-in (as validate marks a rule it re-ran) unless ``builtin`` says otherwise."""
     records = [{"bank_index": b, "family": f, "reward": 0.0, "score_before": 0.0, "score_after": s,
                 "size_after": {"tokens": 10}, "size_before": {"tokens": 20}, "episode_errors": [],
                 "episodes": [{"in_family": True, "after": s, "before": 0.0}]} for (b, f), s in scores.items()]
-    return {"consolidator": {"name": name, "kind": kind, "config": {"consolidator": name}, "trained_on": []},
-            "tier": "re-scored", "protocol_version": 2, "records": records,
-            "summary": {"score": float(np.mean(list(scores.values()))), "tokens_after": 10.0}}
+    out = {"consolidator": {"name": name, "kind": kind, "config": {"consolidator": name}, "trained_on": []},
+           "tier": "re-scored", "protocol_version": 2, "records": records,
+           "summary": {"score": float(np.mean(list(scores.values()))), "tokens_after": 10.0}}
+    if builtin if builtin is not None else kind != "contender":
+        out["builtin"] = name
+    return out
 
 
 def test_a_family_where_the_oracle_is_flat_is_flagged_not_divided() -> None:
@@ -64,9 +67,9 @@ def results_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("results")
     track = TRACKS["tiny"]
     for name, kind in (("empty", "fixed"), ("oracle", "reference"), ("keep-all", "fixed"), ("dedupe", "fixed")):
-        result = run_track(track, make_consolidator(name), progress=False)
+        result = run_for_submission(track, make_consolidator(name), progress=False)
         data = build_submission(consolidator_block(name, kind=kind, config={"consolidator": name}), [(track, result)])
-        record = results_record(json.loads(dumps(data)), track, result.records, "re-scored")
+        record = {**results_record(json.loads(dumps(data)), track, result.records, "re-scored"), "builtin": name}
         (out / "tiny").mkdir(exist_ok=True)
         (out / "tiny" / f"{name}.json").write_text(dumps(record))
     return out
@@ -155,13 +158,17 @@ def test_the_committed_boards_are_rendered_from_the_committed_results(tmp_path: 
 
 
 def test_only_the_built_in_empty_and_oracle_rows_normalise() -> None:
-    """A submission that calls itself `oracle` (kind contender) cannot move every row's normalised score."""
+    """A row that calls itself `oracle` or `empty`, whatever kind it claims, cannot move every row's normalised
+    score, nor be the best fixed baseline: only rows validate re-ran from the package's rule are built-in."""
     regions = [(b, "a") for b in (0, 1, 2)]
     empty = _result("empty", {r: 10.0 for r in regions}, "fixed")
     oracle = _result("oracle", {r: 90.0 for r in regions}, "reference")
     mine = _result("mine", {r: 50.0 for r in regions})
-    impostor = _result("oracle", {r: 11.0 for r in regions}, "contender")
-    board = build_board("scienceworld", [empty, impostor, oracle, mine])
+    impostor = _result("oracle", {r: 11.0 for r in regions}, "reference", builtin=False)
+    fake_empty = _result("Empty", {r: 40.0 for r in regions}, "fixed", builtin=False)
+    fake_fixed = _result("grpo", {r: 89.0 for r in regions}, "fixed", builtin=False)
+    board = build_board("scienceworld", [empty, impostor, fake_empty, fake_fixed, oracle, mine])
     assert next(r for r in board.rows if r.name == "mine").aggregates["mean"] == pytest.approx(0.5)
-    board = build_board("scienceworld", [empty, impostor, mine])
+    assert board.baseline == "empty"
+    board = build_board("scienceworld", [empty, impostor, fake_empty, mine])
     assert not board.normalised

@@ -1,0 +1,82 @@
+"""Board rows that cannot collide or lie about their kind.
+
+A row's file name is the slug of its name, so two names with one slug (``dedupe!`` and ``dedupe``) would share a
+file: a results file that already holds another submission is never overwritten (:func:`check_row_free`). The
+names of the package's built-in rows are theirs alone, and a row is *built-in* (``builtin: RULE`` in its results
+file) only when the board re-ran the package's own rule and it reproduced the submitted banks
+(:func:`builtin_rule`; ``validate.rerun``). The normalisation anchors (``empty``, ``oracle``) and the best fixed
+baseline come only from such rows (``render.build_board``), never from what a submitter calls their row.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from dreamer_gym.leaderboard.runner import REFERENCES
+from dreamer_gym.leaderboard.submission import SubmissionError
+
+# the package's rules that learn nothing: `kind: fixed` is one of these, re-run by the board; the best fixed
+# baseline of the aggregates is the best of their rows
+FIXED_RULES: tuple[str, ...] = ("keep-all", "empty", "dedupe", "blind", "consensus", "random")
+# the normalising rows: empty 0, oracle 1 (aggregate.Normaliser)
+ANCHORS: tuple[str, str] = ("empty", "oracle")
+
+
+def slug(name: str) -> str:
+    """A file name for a consolidator name (``oplevel:runs/x/checkpoint-12`` -> ``oplevel-runs-x-checkpoint-12``).
+    Not one-to-one (``dedupe!`` -> ``dedupe``): :func:`check_row_free` refuses the second name of a slug."""
+    out = "".join(c if c.isalnum() or c in "-_." else "-" for c in name).strip("-.")
+    return "-".join(p for p in out.split("-") if p) or "unnamed"
+
+
+def rule_of(consolidator: dict[str, Any]) -> str:
+    """The registered consolidator a submission says it ran (``config.consolidator``, else its name)."""
+    return str(consolidator["config"].get("consolidator", consolidator["name"]))
+
+
+def builtin_rule(consolidator: dict[str, Any]) -> str | None:
+    """The package rule the board re-runs for this submission instead of replaying it, or None (a replay).
+
+    ``kind: fixed`` must name one of :data:`FIXED_RULES`; a ``reference`` that names one of the package's
+    privileged references (the oracle...) is re-run too, so a row that says it is the oracle is the oracle.
+    A built-in row's name is the rule's own, and no other row may take a name of its slug. All of this is
+    checked before any re-score."""
+    name, kind, rule = consolidator["name"], consolidator["kind"], rule_of(consolidator)
+    if kind == "fixed" and rule not in FIXED_RULES:
+        raise SubmissionError(f"`consolidator.kind`: 'fixed' is for the package's fixed rules {list(FIXED_RULES)}, "
+                              f"which the board re-runs and compares with the banks; this submission ran {rule!r}: "
+                              "submit it as kind 'contender'")
+    builtin = rule if (kind == "fixed" or (kind == "reference" and rule in REFERENCES)) else None
+    taken = {slug(b).lower(): b for b in (*FIXED_RULES, *sorted(REFERENCES))}
+    owner = taken.get(slug(name).lower())  # `Empty` too: a case-insensitive file system would share the file
+    if owner is not None and (builtin != owner or name != owner):
+        raise SubmissionError(f"`consolidator.name`: {name!r} is the name (file {slug(name)}.json) of the built-in "
+                              f"row {owner!r}; only the package's own {owner!r} rule, re-run by the board, is "
+                              "listed under it: choose another name")
+    if builtin is not None and name != builtin:
+        raise SubmissionError(f"`consolidator.name`: a built-in {kind} row is named as its rule, {builtin!r}, "
+                              f"not {name!r}")
+    return builtin
+
+
+def results_path(results_dir: Path, track: str, name: str) -> Path:
+    return Path(results_dir) / track / f"{slug(name)}.json"
+
+
+def check_row_free(path: Path, name: str, digest: str) -> None:
+    """Refuse to write a row over a results file that holds another submission (its ``submission_sha256``
+    differs): two names of one slug, or a second submission under a taken name. Re-validating the same
+    submission rewrites its own file. A maintainer replaces a row by deleting its file first."""
+    if not path.exists():
+        return
+    try:
+        held = json.loads(path.read_text())
+    except (OSError, ValueError):
+        held = {}
+    if held.get("submission_sha256") == digest:
+        return
+    who = held.get("consolidator", {}).get("name", "?")
+    raise SubmissionError(f"`consolidator.name`: {name!r} would overwrite {path}, the row of {who!r} from another "
+                          f"submission (sha256 {str(held.get('submission_sha256', '?'))[:12]}...): choose another "
+                          "name (a maintainer replaces a row by deleting its file first)")

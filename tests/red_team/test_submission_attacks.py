@@ -1,0 +1,234 @@
+"""Red team: attacks on the board's submission path (issue 29). Each test fails if its attack is accepted.
+
+Fixtures are the committed submissions in ``leaderboards/submissions/`` (the oracle's banks are public there,
+which is the point), refused before any re-score where the rule allows; the attacks that need a run (a fake
+``fixed`` row, lowered invalid calls) run on a two-region track of the real held-out pool.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dreamer_gym.consolidators import make_consolidator
+from dreamer_gym.leaderboard import Track, load_track
+from dreamer_gym.leaderboard.rows import check_row_free
+from dreamer_gym.leaderboard.submission import (
+    SubmissionError,
+    build_submission,
+    consolidator_block,
+    dumps,
+    load_submission,
+    run_for_submission,
+)
+from dreamer_gym.leaderboard.validate import NEAR_COPY, check_data, check_regions, validate
+from dreamer_gym.memory import MemoryEntry
+
+ROOT = Path(__file__).resolve().parents[2]
+SUBMISSIONS = ROOT / "leaderboards" / "submissions"
+RESULTS = ROOT / "leaderboards" / "results"
+HONEST = ("blind", "consensus", "dedupe", "empty", "keep-all", "random", "prompted-smollm2", "oplevel-seed0",
+          "oplevel-seed1", "oplevel-seed2", "grpo-ops-seed0")
+
+
+def committed(name: str) -> dict:
+    return json.loads((SUBMISSIONS / f"{name}.json").read_text())
+
+
+ORACLE = committed("oracle")
+
+
+def as_contender(data: dict, name: str = "my-policy") -> dict:
+    """A submission re-labelled as someone's contender, with a call log (what an attacker would send)."""
+    out = copy.deepcopy(data)
+    out["consolidator"].update(name=name, kind="contender", config={"consolidator": name})
+    for region in out["tracks"][0]["regions"]:
+        region.setdefault("calls", [])
+    return out
+
+
+def renew(entry: dict) -> None:
+    entry["id"] = MemoryEntry.from_dict(entry).id
+
+
+def strip_tags(data: dict) -> dict:
+    for region in data["tracks"][0]["regions"]:
+        for entry in region["emitted"]:
+            if entry.get("tags"):
+                entry["tags"] = []
+                renew(entry)
+    return data
+
+
+def test_the_oracles_banks_with_their_tags_stripped_are_refused() -> None:
+    attack = strip_tags(as_contender(ORACLE))
+    with pytest.raises(SubmissionError, match=r"`tracks\[0\]\.regions\[0\]\.emitted\[\d+\]`: a copy of reference "
+                                              r"'oracle''s entry e\w+ in region \(bank 0, family "):
+        check_data(attack, references=[ORACLE])
+
+
+def test_the_oracles_texts_plus_one_extra_entry_are_refused() -> None:
+    attack = as_contender(ORACLE)
+    for region in attack["tracks"][0]["regions"]:
+        donor = region["emitted"][-1]
+        extra = {**donor, "kind": "pitfall", "text": "Check the thermometer before you act; never guess.", "tags": []}
+        renew(extra)
+        region["emitted"].append(extra)
+    with pytest.raises(SubmissionError, match=r"a copy of reference 'oracle''s entry .* flagged regions \[0, 1, 2"):
+        check_data(attack, references=[ORACLE])
+
+
+def test_one_copied_region_among_honest_ones_is_refused() -> None:
+    attack = as_contender(committed("oplevel-seed0"))
+    attack["tracks"][0]["regions"][5]["emitted"] = copy.deepcopy(ORACLE["tracks"][0]["regions"][5]["emitted"])
+    with pytest.raises(SubmissionError, match=r"`tracks\[0\]\.regions\[5\]\.emitted\[\d+\]`: a copy .* flagged "
+                                              r"regions \[5\]"):
+        check_data(attack, references=[ORACLE])
+
+
+def test_no_honest_built_in_is_flagged_and_the_margin_holds() -> None:
+    """The committed honest rows pass the copy check, and their closest new entry to an oracle entry stays
+    0.15 below NEAR_COPY (measured: consensus 0.51 against 0.7)."""
+    from dreamer_gym.leaderboard.validate import _overlap, _words
+
+    track = load_track("scienceworld")
+    worst = 0.0
+    for name in HONEST:
+        data = as_contender(committed(name), f"honest-{name}")
+        check_data(data, references=[ORACLE])
+        ids = check_regions(0, track, data["tracks"][0])
+        for j, (region, ref) in enumerate(zip(data["tracks"][0]["regions"], ORACLE["tracks"][0]["regions"])):
+            theirs = [_words(e["text"]) for e in ref["emitted"] if e["id"] not in ids[j]]
+            for entry in region["emitted"]:
+                if entry["id"] not in ids[j]:
+                    worst = max([worst, *(_overlap(_words(entry["text"]), w) for w in theirs)])
+    assert 0.3 < worst <= NEAR_COPY - 0.15, worst
+
+
+def test_a_name_that_takes_a_built_in_rows_file_is_refused() -> None:
+    attack = as_contender(committed("dedupe"), "dedupe!")
+    with pytest.raises(SubmissionError, match=r"`consolidator\.name`: 'dedupe!' is the name \(file dedupe\.json\) of "
+                                              r"the built-in row 'dedupe'"):
+        check_data(attack, references=[ORACLE])
+
+
+def test_a_results_file_of_another_submission_is_never_overwritten(tmp_path: Path) -> None:
+    held = tmp_path / "scienceworld" / "my-policy.json"
+    held.parent.mkdir()
+    held.write_text((RESULTS / "scienceworld" / "dedupe.json").read_text())
+    with pytest.raises(SubmissionError, match=rf"'my-policy!' would overwrite {held}, the row of 'dedupe' from another "
+                                              r"submission"):
+        check_row_free(held, "my-policy!", "0" * 64)
+    check_row_free(held, "dedupe", json.loads(held.read_text())["submission_sha256"])  # the same submission: its own file
+
+
+def test_a_learned_row_submitted_as_fixed_is_refused_before_any_rescore() -> None:
+    grpo = committed("grpo-ops-seed0")
+    for region in grpo["tracks"][0]["regions"]:
+        region["calls"] = []
+    attack = copy.deepcopy(grpo)
+    attack["consolidator"]["kind"] = "fixed"
+    with pytest.raises(SubmissionError, match=r"`consolidator\.kind`: 'fixed' is for the package's fixed rules .* this "
+                                              r"submission ran 'grpo:runs/grpo-smollm2-ops/checkpoint-10'"):
+        check_data(attack, references=[ORACLE])
+    attack["consolidator"]["config"] = {"consolidator": "dedupe"}  # claims the rule, keeps its own name
+    with pytest.raises(SubmissionError, match=r"a built-in fixed row is named as its rule, 'dedupe'"):
+        check_data(attack, references=[ORACLE])
+    attack["consolidator"].update(name="empty", kind="contender", config={"consolidator": "grpo"})  # the anchor's name
+    with pytest.raises(SubmissionError, match=r"'empty' is the name \(file empty\.json\) of the built-in row 'empty'"):
+        check_data(attack, references=[ORACLE])
+
+
+# -- bad files: refused by load_submission before anything reads their meaning
+
+
+def test_bad_bytes_depth_size_and_numbers_are_one_line_refusals(tmp_path: Path) -> None:
+    cases = {
+        "latin1.json": (b'{"consolidator": "caf\xe9"}', r"not UTF-8 \(byte 0xe9 at offset 21\)"),
+        "deep.json": (b"[" * 100_000 + b"]" * 100_000, r"nested deeper than 32 levels"),
+        "deep-config.json": (b'{"config": ' + b'{"a": ' * 40 + b"1" + b"}" * 41, r"`config(\.a)+`: nested deeper than 32"),
+        "nan.json": (b'{"consolidator": {"config": {"lr": NaN}}}', r"not finite \(NaN\)"),
+        "inf.json": (b'{"x": 1e999}', r"not finite \(1e999\)"),
+    }
+    for name, (raw, message) in cases.items():
+        (tmp_path / name).write_bytes(raw)
+        with pytest.raises(SubmissionError, match=message) as caught:
+            load_submission(tmp_path / name)
+        assert "\n" not in str(caught.value), name
+
+
+def test_a_200_mb_file_is_refused_by_its_size_before_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "huge.json"
+    with path.open("wb") as f:
+        f.truncate(200 * 2**20)  # sparse: 200 MB on paper, nothing written
+    with pytest.raises(SubmissionError, match=r"huge\.json: 209715200 bytes; a submission is at most 20971520 bytes"):
+        load_submission(path)
+
+
+def test_nan_handed_over_as_python_data_is_refused_before_the_rescore() -> None:
+    data = as_contender(committed("dedupe"))
+    data["consolidator"]["config"]["lr"] = float("nan")
+    with pytest.raises(SubmissionError, match=r"`consolidator\.config\.lr`: nan is not a finite number"):
+        check_data(data, references=[ORACLE])
+
+
+def test_validate_from_another_folder_finds_the_references_and_says_which(tmp_path: Path) -> None:
+    path = tmp_path / "mine.json"
+    path.write_text(dumps(strip_tags(as_contender(ORACLE))))
+    out = subprocess.run([sys.executable, "-m", "dreamer_gym.cli", "leaderboard", "validate", str(path), "--out-dir",
+                          str(tmp_path / "results"), "--quiet"], capture_output=True, text=True, timeout=300,
+                         cwd=tmp_path)
+    assert out.returncode == 1, out.stderr
+    assert f"copy check on track 'scienceworld': against ['oracle.json'] in {SUBMISSIONS}" in out.stderr
+    assert "rejected:" in out.stderr and "a copy of reference 'oracle''s entry" in out.stderr
+    assert not (tmp_path / "results").exists()
+
+
+# -- attacks that need a run: a two-region track of the real held-out pool
+
+
+def tiny() -> Track:
+    return Track(**{**load_track("scienceworld").__dict__, "name": "tiny-red", "families": ("lifespan-longest-lived",),
+                    "banks": (0, 1), "eval_in_family": 2, "eval_other": 1})
+
+
+TINY = {"tiny-red": tiny()}
+
+
+def submitted(rule: str, name: str, kind: str) -> dict:
+    track = TINY["tiny-red"]
+    result = run_for_submission(track, make_consolidator(rule), progress=False)
+    return json.loads(dumps(build_submission(consolidator_block(name, kind=kind, config={"consolidator": rule}),
+                                             [(track, result)])))
+
+
+@pytest.mark.jvm
+def test_a_fake_empty_anchor_is_refused_by_the_rules_rerun() -> None:
+    """keep-all's banks submitted as the `empty` rule (the normalisation anchor): the board re-runs `empty`."""
+    attack = submitted("keep-all", "empty", "fixed")
+    attack["consolidator"]["config"] = {"consolidator": "empty"}
+    with pytest.raises(SubmissionError, match=r"`regions\[0\]\.emitted`: the package's 'empty' rule, re-run, commits "
+                                              r"entries \[\], the submission lists \['e"):
+        validate(attack, extra_tracks=TINY, progress=False)
+
+
+@pytest.mark.jvm
+def test_lowered_invalid_calls_are_counted_by_the_replay_of_the_calls() -> None:
+    """One invalid call sent first; the submission claims none and the reward without its penalty."""
+    honest = submitted("dedupe", "my-policy", "contender")
+    region = honest["tracks"][0]["regions"][0]
+    region["calls"].insert(0, "this is not a tool call")
+    region["tool_calls"] += 1
+    attack = copy.deepcopy(honest)  # invalid_calls 0 and the reward unchanged: the lowered count and raised claim
+    with pytest.raises(SubmissionError, match=r"`regions\[0\]\.invalid_calls`: the submission claims 0, the replay of "
+                                              r"the submitted calls made 1"):
+        validate(attack, extra_tracks=TINY, progress=False)
+    region["invalid_calls"] = 1
+    region["claimed"]["reward"] -= TINY["tiny-red"].invalid_penalty
+    honest["tracks"][0]["claimed"]["score"] -= TINY["tiny-red"].invalid_penalty / 2
+    [record] = validate(honest, extra_tracks=TINY, progress=False)  # the true count is accepted, and paid
+    assert record["records"][0]["invalid_calls"] == 1 and "builtin" not in record
