@@ -144,14 +144,14 @@ def load_references(folder: Path, submission: Path, data: dict[str, Any]) -> lis
 
 def check_rows_free(data: dict[str, Any], results_dir: Path) -> None:
     """Before any re-score: no results file this submission would write holds another submission."""
-    from dreamer_gym.leaderboard.rows import check_row_free
+    from dreamer_gym.leaderboard.rows import builtin_rule, check_row_free
     from dreamer_gym.leaderboard.validate import check_schema, submission_digest
 
     check_schema(data)
-    digest = submission_digest(data)
+    digest, builtin = submission_digest(data), builtin_rule(data["consolidator"])
     for block in data["tracks"]:
         name = data["consolidator"]["name"]
-        check_row_free(results_path(results_dir, block["track"], name), name, digest)
+        check_row_free(results_path(results_dir, block["track"], name), name, digest, builtin)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

@@ -64,17 +64,18 @@ def results_path(results_dir: Path, track: str, name: str) -> Path:
     return Path(results_dir) / track / f"{slug(name)}.json"
 
 
-def check_row_free(path: Path, name: str, digest: str) -> None:
+def check_row_free(path: Path, name: str, digest: str, builtin: str | None = None) -> None:
     """Refuse to write a row over a results file that holds another submission (its ``submission_sha256``
     differs): two names of one slug, or a second submission under a taken name. Re-validating the same
-    submission rewrites its own file. A maintainer replaces a row by deleting its file first."""
+    submission rewrites its own file, and a built-in row (``builtin``: the rule the board will re-run) replaces
+    its own rule's row (``make board``). A maintainer replaces any other row by deleting its file first."""
     if not path.exists():
         return
     try:
         held = json.loads(path.read_text())
     except (OSError, ValueError):
         held = {}
-    if held.get("submission_sha256") == digest:
+    if held.get("submission_sha256") == digest or (builtin is not None and held.get("builtin") == builtin):
         return
     who = held.get("consolidator", {}).get("name", "?")
     raise SubmissionError(f"`consolidator.name`: {name!r} would overwrite {path}, the row of {who!r} from another "

@@ -123,7 +123,10 @@ def test_a_results_file_of_another_submission_is_never_overwritten(tmp_path: Pat
     with pytest.raises(SubmissionError, match=rf"'my-policy!' would overwrite {held}, the row of 'dedupe' from another "
                                               r"submission"):
         check_row_free(held, "my-policy!", "0" * 64)
+    with pytest.raises(SubmissionError, match="would overwrite"):  # a built-in rule replaces only its own rule's row
+        check_row_free(held, "keep-all", "0" * 64, builtin="keep-all")
     check_row_free(held, "dedupe", json.loads(held.read_text())["submission_sha256"])  # the same submission: its own file
+    check_row_free(held, "dedupe", "0" * 64, builtin="dedupe")  # `make board`: the board re-runs dedupe itself
 
 
 def test_a_learned_row_submitted_as_fixed_is_refused_before_any_rescore() -> None:
