@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -130,7 +131,7 @@ class Sandbox:
     binary: str = "bwrap"
     hidden: tuple[Path, ...] = ()
     code: tuple[Path, ...] = ()
-    _stubs: Path | None = field(default=None, repr=False)
+    _stubs: Path | None = field(default=None, init=False, repr=False, compare=False)  # each copy writes its own
 
     def executable(self) -> str:
         found = shutil.which(self.binary)
@@ -142,6 +143,7 @@ class Sandbox:
     def stubs(self) -> Path:
         if self._stubs is None:
             self._stubs = Path(tempfile.mkdtemp(prefix="dreamer-gym-sandbox-"))
+            weakref.finalize(self, shutil.rmtree, self._stubs, True)
             (self._stubs / "absent.py").write_text(_ABSENT)
             (self._stubs / "hollow.py").write_text(_HOLLOW)
         return self._stubs
@@ -157,6 +159,9 @@ class Sandbox:
         for name in KEPT_ENV:
             if name in os.environ and name != "PYTHONPATH":
                 cmd += ["--setenv", name, os.environ[name]]
+        code = [str(Path(p).resolve()) for p in self.code]
+        for path in code:  # after the fresh /tmp (the folder may sit there), before the covers (it may hold them)
+            cmd += ["--ro-bind", path, path]
         for path in covered:
             cmd += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         for path in absent:
@@ -166,9 +171,6 @@ class Sandbox:
                 cmd += ["--tmpfs", str(path), "--ro-bind", str(stubs / "hollow.py"), str(path / "__init__.py")]
             else:
                 cmd += ["--ro-bind", str(stubs / "hollow.py"), str(path)]
-        code = [str(Path(p).resolve()) for p in self.code]
-        for path in code:  # after the covers: the submitter's folder may sit under /tmp
-            cmd += ["--ro-bind", path, path]
         pythonpath = [*code, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
         if pythonpath:
             cmd += ["--setenv", "PYTHONPATH", os.pathsep.join(pythonpath)]
@@ -237,6 +239,7 @@ class Channel:
             self.process.stdin.flush()
         except BrokenPipeError:
             self.receive()  # the child's last word (its error) says why
+            raise SandboxViolation(f"the consolidator's sandboxed process stopped reading: {self.said()}") from None
 
     def receive(self) -> dict[str, Any]:
         while b"\n" not in self._buffer:
@@ -254,7 +257,12 @@ class Channel:
             if len(self._buffer) > MAX_LINE:
                 raise SandboxViolation(f"the consolidator sent a message over {MAX_LINE} bytes")
         line, self._buffer = self._buffer.split(b"\n", 1)
-        message = json.loads(line)
+        try:
+            message = json.loads(line)
+        except ValueError:
+            raise SandboxViolation(f"the sandboxed consolidator sent a line that is not JSON: {line[:200]!r}") from None
+        if not isinstance(message, dict):
+            raise SandboxViolation(f"the sandboxed consolidator sent {type(message).__name__}, not a JSON object")
         if "error" in message:
             raise SandboxViolation(f"the consolidator failed inside the verify sandbox: {message['error']}")
         return message

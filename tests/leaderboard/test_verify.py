@@ -37,7 +37,8 @@ def test_verify_runs_the_consolidator_in_its_sandbox_on_a_fresh_draw(tmp_path: P
             "eval_in_family": 1, "eval_other": 0}
     track = Track(**data)
     timings: dict[str, float] = {}
-    record = verify(track, "dedupe", tmp_path, eval_variations=1, gold_variations=1, progress=True, timings=timings)
+    record = verify(track, "dedupe", tmp_path, kind="fixed", eval_variations=1, gold_variations=1, progress=True,
+                    timings=timings)
     said = capfd.readouterr().err  # every stage is named as it starts and ends, never minutes of silence
     for i, stage in enumerate(("acquire", "oracle", "consolidator", "re-score"), start=1):
         assert f"[{i}/4] {stage}: " in said and f"[{i}/4] {stage}: done in" in said

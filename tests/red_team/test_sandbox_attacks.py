@@ -111,3 +111,11 @@ def test_a_sandbox_that_does_not_hide_fails_its_self_test(tmp_path: Path) -> Non
     fake.chmod(0o755)
     with pytest.raises(SandboxUnavailable, match="failed its self-test: .*(readable|imports|reachable)"):
         Sandbox(binary=str(fake)).self_test()
+
+
+def test_a_code_folder_that_holds_hidden_paths_does_not_uncover_them() -> None:
+    """The submitter's folder is bound in before the covers: naming the whole checkout as 'my code' leaves its
+    data, results and git objects hidden (the self-test opens one and imports the simulators)."""
+    from dreamer_gym.leaderboard.sandbox import package_root
+
+    Sandbox(code=(package_root().parent,)).self_test()
