@@ -5,24 +5,12 @@ from __future__ import annotations
 import threading
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client
-from pathlib import Path
 
 import pytest
 
-from dreamer_gym.envs.config import ConsolidationConfig
 from dreamer_gym.errors import RewardServiceError
-from dreamer_gym.pool import build_pool
 from dreamer_gym.service import CommitRequest, InProcessRewardService
 from dreamer_gym.service.host import ServiceHost
-from dreamer_gym.suites import get_suite_spec, make_suite
-
-
-@pytest.fixture(scope="module")
-def config(tmp_path_factory: pytest.TempPathFactory) -> ConsolidationConfig:
-    pool = build_pool(make_suite("latency", latency_s=0.0), get_suite_spec("latency").families, seeds=(0,),
-                      eval_variations=4, gold_variations=2)
-    pool.save(path := Path(tmp_path_factory.mktemp("latency")) / "latency-v0.json.gz")
-    return ConsolidationConfig(suite="latency", pool=str(path), eval_in_family=3, eval_other=1, service="inprocess")
 
 
 def requests_for(service: InProcessRewardService) -> list[CommitRequest]:

@@ -1,7 +1,8 @@
 """Multi-turn rollouts of a text-action policy on ``MemoryConsolidation-*`` envs, a batch at a time.
 
 A batch is ``groups`` regions times ``G`` rollouts. The G envs of a group reset with the same seed, so they
-hold the same region and the same evaluation episodes (``CommitRequest.episode_seed``); the prompt is fed
+hold the same region and the same evaluation episodes (each opens its own ticket on the same reset seed, from
+which the service derives the draw); the prompt is fed
 through the model once per group and its cache forked. Every command goes to the env through
 :meth:`ConsolidationEnv.act`, which stops short of scoring; the batch's commits then go to the reward
 service in ONE ``commit_many`` call (they play side by side on the evaluation workers, and the shared bank

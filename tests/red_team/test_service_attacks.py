@@ -1,0 +1,217 @@
+"""Red team: a policy that reaches the reward service itself (issue 29). Each test is an attack that used to
+work; it fails if the attack is accepted. Real process services on the real ScienceWorld pool; requests sent
+raw over the connection, past the client, so what is tested is the far side."""
+from __future__ import annotations
+
+import os
+import pickle
+from collections.abc import Iterator
+from multiprocessing.connection import Client
+from typing import Any
+
+import pytest
+
+import dreamer_gym  # noqa: F401 - registers the ids
+from dreamer_gym.errors import RewardServiceError
+from dreamer_gym.leaderboard import Track, load_track, run_track
+from dreamer_gym.service import SERVICE_OPERATIONS, CommitRequest, ProcessRewardService, Referee
+from dreamer_gym.service.host import ServiceHost
+from dreamer_gym.service.messages import PROCESS_DIAGNOSTICS
+from dreamer_gym.service.services import _Failed
+
+from helpers import call, make_env
+
+ENV_ID = "MemoryConsolidation-ScienceWorld-v1"
+FAMILY = "lifespan-longest-lived"
+# every name a request could try: the referee's attributes (private state, its pool, ledger, tickets and
+# evaluator included), the object protocol, and names an attacker would guess
+PROBES = sorted({*dir(Referee), "_pool", "_ledger", "_tickets", "_evaluator", "_store", "_sealed", "pool", "evaluator",
+                 "reset_ledger", "reopen", "__class__", "__dict__", "__reduce__", "config", "withhold", "close",
+                 "referee", "service", "eval", "exec", "system"} - {*SERVICE_OPERATIONS, *PROCESS_DIAGNOSTICS})
+
+
+class _GetPid:
+    """A request whose unpickling would run code in the service (``os.getpid``, harmless, but it could be anything)."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.getpid, ())
+
+
+@pytest.fixture(scope="module")
+def env():
+    e = make_env(ENV_ID, eval_in_family=1, eval_other=1)  # the process service, the default
+    yield e
+    e.close()
+
+
+def _raw(service: ProcessRewardService, request: Any) -> Any:
+    """Send ``request`` on the service's own connection, past the client's methods; the reply or the error."""
+    conn = service._ensure()
+    conn.send_bytes(request if isinstance(request, bytes) else pickle.dumps(request))
+    reply = conn.recv()
+    return reply.exc if isinstance(reply, _Failed) else reply
+
+
+def test_the_operation_list_is_all_the_service_process_answers(env):
+    assert SERVICE_OPERATIONS == ("public_pool", "open", "commit", "commit_many", "commit_joint", "finish", "stats")
+    assert PROCESS_DIAGNOSTICS == ("pid", "worker_pids")
+    service = env.unwrapped.service
+    for name in PROBES:
+        reply = _raw(service, (name, ()))
+        assert isinstance(reply, RewardServiceError), f"{name!r} was answered: {reply!r:.200}"
+        assert f"{name!r} is not a reward-service operation" in str(reply)
+    # the listed ones are operations (a wrong call is refused for its arguments, not its name)
+    for name, args in (("open", ()), ("commit", ()), ("commit_many", ("x",)), ("commit_joint", ("x",)),
+                       ("finish", ())):
+        reply = _raw(service, (name, args))
+        assert isinstance(reply, RewardServiceError) and "not a reward-service operation" not in str(reply), name
+    assert _raw(service, ("pid", ())) == service.pid != os.getpid()
+    assert len(_raw(service, ("public_pool", ())).banks) > 1  # and the loop still serves
+
+
+def test_private_state_and_code_in_a_request_are_refused(env):
+    service = env.unwrapped.service
+    for name in ("_pool", "_ledger", "__class__", "reset_ledger", "pool"):
+        with pytest.raises(RewardServiceError, match=rf"request refused: '{name}' is not a reward-service operation"):
+            raise _raw(service, (name, ()))
+    with pytest.raises(RewardServiceError, match=r"request refused: it names (posix|os)\.getpid"):
+        raise _raw(service, ("public_pool", (_GetPid(),)))
+    with pytest.raises(RewardServiceError, match=r"expected \(operation, args tuple\)"):
+        raise _raw(service, "_pool")
+    with pytest.raises(RewardServiceError, match="does not unpickle"):
+        raise _raw(service, b"\x80\x05not a pickle")
+    with pytest.raises(RewardServiceError, match="expected a list of CommitRequest"):
+        raise _raw(service, ("commit_many", ([("bank", 0)],)))
+    public = env.unwrapped.pool
+    assert not hasattr(public, "task_texts") and not hasattr(public, "train_gold")
+
+
+def test_the_reward_host_answers_the_operation_list_only(env):
+    """The host that async vector envs share: raw requests from an authenticated client."""
+    service = ProcessRewardService(env.unwrapped.config)
+    host = ServiceHost(service)
+    try:
+        conn = Client(host.address, authkey=host.authkey)
+        for name in (*PROBES, *PROCESS_DIAGNOSTICS):
+            conn.send((name, ()))
+            status, value = conn.recv()
+            assert status == "error" and f"{name!r} is not a reward-service operation" in str(value), name
+        conn.send_bytes(pickle.dumps(("public_pool", (_GetPid(),))))
+        status, value = conn.recv()
+        assert status == "error" and "names" in str(value) and "getpid" in str(value)
+        conn.send(("commit", ("not a request",)))
+        assert "expected one CommitRequest" in str(conn.recv()[1])
+        conn.close()
+        assert len(host.client().public_pool().banks) > 1
+    finally:
+        host.close()
+        service.close()
+
+
+@pytest.mark.jvm
+def test_a_direct_commit_without_a_live_token_is_refused_and_the_episode_is_unchanged(env):
+    """A policy that sends its own CommitRequest to ``env.unwrapped.service`` to preview a candidate."""
+    family = "grow-plant"
+    options = {"bank": 0, "family": family}
+    env.reset(seed=3, options=options)
+    used = env.unwrapped._ticket.token
+    _, expected, *_ = env.step(call("commit"))  # the episode's one commit
+    obs, info = env.reset(seed=3, options=options)  # the same episode again: same region, same draw
+    service = env.unwrapped.service
+    other = next(f for f in sorted({e.family for e in env.unwrapped.pool.banks[0]}) if f != family)
+    foreign = service.open(0, other, 3).token
+    attacks = {"no token": ("", "not a live ticket"), "a forged token": ("0" * 32, "not a live ticket"),
+               "a used token": (used, "not a live ticket"),
+               "another region's token": (foreign, rf"issued for bank 0, family '{other}', not bank 0, family '{family}'")}
+    for token, message in attacks.values():
+        with pytest.raises(RewardServiceError, match=message):
+            service.commit(CommitRequest(0, family, token, ()))
+        with pytest.raises(RewardServiceError, match=message):  # in a batch too
+            service.commit_many([CommitRequest(0, family, token, ())])
+    assert env.unwrapped._ticket.token not in {used, foreign}
+    _, reward, terminated, _, after = env.step(call("commit"))  # the env's episode goes on as if nothing happened
+    assert terminated and reward == expected
+    assert after["tool_calls_left"] == info["tool_calls_left"] - 1 and after["invalid_calls"] == 0
+
+
+def _tiny_track(**changes: Any) -> Track:
+    data = {**load_track("scienceworld").__dict__, "name": "tiny", "families": (FAMILY,), "banks": (0,),
+            "eval_in_family": 1, "eval_other": 1, **changes}
+    return Track(**data)
+
+
+def test_a_track_service_opens_each_region_once_and_its_ledger_is_handed_out_once():
+    track = _tiny_track()
+    service = ProcessRewardService(track.config(), withhold=True)
+    try:
+        service.open(0, FAMILY, track.seed)
+        with pytest.raises(RewardServiceError, match=rf"open refused: region \(bank 0, family '{FAMILY}'\) was opened "
+                                                     "already in this track run"):
+            service.open(0, FAMILY, track.seed + 1)  # a preview of the region on another draw
+        for name in ("reset_ledger", "_ledger", "_sealed", "_tickets", "reopen"):
+            with pytest.raises(RewardServiceError, match="not a reward-service operation"):
+                raise _raw(service, (name, ()))
+        assert service.finish() == []
+        with pytest.raises(RewardServiceError, match="handed out once"):
+            service.finish()
+        with pytest.raises(RewardServiceError, match="no more commits"):
+            service.open(0, "grow-plant", 0)
+        service.close()
+        with pytest.raises(RewardServiceError, match="closed or died; its ledger and tickets are gone"):
+            service.open(0, "grow-plant", 0)  # a closed track service does not start again with a fresh ledger
+    finally:
+        service.close()
+
+
+class _Attacker:
+    """A consolidator that reaches the track's service through ``env.unwrapped.service``; ``how`` names the move."""
+
+    name = "attacker"
+
+    def __init__(self, how: str) -> None:
+        self.how = how
+        self.seen: dict[str, Any] = {}
+
+    def actions(self, env: Any, obs: dict[str, Any], info: dict[str, Any]) -> Iterator[str]:
+        core = env.unwrapped
+        service, bank, family = core.service, info["bank"], info["family"]
+        if self.how == "reopen":
+            try:
+                service.open(bank, family, 12345)
+            except RewardServiceError as exc:
+                self.seen["reopen"] = str(exc)
+        elif self.how == "steal":  # commit a candidate with the env's own token, read what comes back
+            self.seen["result"] = service.commit(CommitRequest(bank, family, core._ticket.token, ()))
+        elif self.how == "off-track":  # a region the track does not visit: open it, commit a candidate there
+            other = next(f for f in sorted({e.family for e in core.pool.banks[bank]}) if f != family)
+            ticket = service.open(bank, other, 7)
+            self.seen["result"] = service.commit(CommitRequest(bank, other, ticket.token, ()))
+        elif self.how == "finish":
+            self.seen["ledger"] = service.finish()
+        yield call("commit")
+
+
+@pytest.mark.jvm
+def test_a_policy_that_reopens_its_region_or_takes_the_ledger_early_gets_nothing():
+    track = _tiny_track()
+    reopen = _Attacker("reopen")
+    result = run_track(track, reopen, progress=False)  # refused, and the run goes on as the runner's
+    assert "was opened already in this track run" in reopen.seen["reopen"] and len(result.records) == 1
+    early = _Attacker("finish")
+    with pytest.raises(RewardServiceError, match="no more commits"):  # the run is void, not scored
+        run_track(track, early, progress=False)
+    assert early.seen["ledger"] == []  # nothing was committed yet: no score to read
+
+
+@pytest.mark.jvm
+def test_a_commit_outside_the_runner_is_withheld_and_voids_the_run():
+    track = _tiny_track()
+    steal = _Attacker("steal")
+    with pytest.raises(RewardServiceError, match="not a live ticket"):  # the env's own commit finds its token used
+        run_track(track, steal, progress=False)
+    assert steal.seen["result"].reward is None and "score_after" not in steal.seen["result"].info
+    off = _Attacker("off-track")
+    with pytest.raises(RewardServiceError, match=r"ledger holds 2 commit\(s\) for the 1 region\(s\) the runner "
+                                                 r"visited .*a commit was made outside the runner"):
+        run_track(track, off, progress=False)
+    assert off.seen["result"].reward is None and "episodes" not in off.seen["result"].info
