@@ -97,7 +97,7 @@ def test_the_held_out_track_pins_its_pool_and_a_training_track_cannot_hold_held_
 
     from dreamer_gym.errors import ConfigError
 
-    data = {**TRACK.__dict__, "families": list(TRACK.families), "banks": list(TRACK.banks)}
+    data = {**TRACK.data(), "families": list(TRACK.families), "banks": list(TRACK.banks)}
     for bad, match in (({"pool_hash": None}, "pinned"), ({"families": ["grow-plant"]}, "not held out"),
                        ({"pool": None, "pool_hash": None}, "held-out families")):
         path = tmp_path / "t.yaml"
