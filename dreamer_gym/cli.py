@@ -56,6 +56,7 @@ ENV_SKIP: tuple[str, ...] = (*IDENTITY_FIELDS, "llm", "store_path", "progress") 
 VALIDITY_ENV_SKIP: tuple[str, ...] = (*ENV_SKIP, "eval_in_family", "eval_other", "workers")
 VALIDITY_SKIP: tuple[str, ...] = ("env_id", "families", "env_kwargs")  # ValidityConfig: --env, --families
 POWER_SKIP: tuple[str, ...] = ("env_id", "families")  # PowerConfig: --env, --families
+LEARNABILITY_SKIP: tuple[str, ...] = ("env_id", "families")  # LearnabilityConfig: --env, --families
 LLM_ROLES = {"consolidator": "the prompted consolidator", "agent": "the LLM reward agent"}
 DEFAULT_CONSOLIDATORS = "keep-all,dedupe,empty,blind,oracle,random"
 
@@ -402,6 +403,17 @@ def _cmd_power(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_learnability(args: argparse.Namespace) -> int:
+    from dreamer_gym.studies.learnability import LearnabilityConfig, run, to_markdown
+
+    study = dataclass_kwargs(args, LearnabilityConfig, skip=LEARNABILITY_SKIP, dest_prefix="learnability.")
+    config = LearnabilityConfig(env_id=args.env, families=tuple(args.families.split(",")) if args.families else None,
+                                **study)
+    print(to_markdown(run(config, args.out, progress=not args.quiet)))
+    print(f"wrote {args.out}/learnability.json and learnability.md")
+    return 0
+
+
 def _add_env_flags(p: argparse.ArgumentParser, skip: tuple[str, ...]) -> None:
     g = p.add_argument_group("env (ConsolidationConfig fields; default: the env id's value)")
     add_dataclass_arguments(g, ConsolidationConfig, skip=skip, dest_prefix="env.",
@@ -496,12 +508,25 @@ def _train_algo(argv: list[str] | None) -> str | None:
     return str(peek.parse_known_args(argv[argv.index("train") + 1:])[0].algo)  # type: ignore[union-attr]
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse (3.11) measures command names one indent short of where it prints them, so a name longer than
+    11 characters (``learnability``) had its help on the next line; this measures them where they stand."""
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if action.help is not argparse.SUPPRESS and isinstance(action, argparse._SubParsersAction):
+            names = [len(self._format_action_invocation(a)) for a in action._get_subactions()]
+            self._action_max_length = max(self._action_max_length,
+                                          max(names, default=0) + self._current_indent + self._indent_increment)
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser; where ``argv`` is a ``train`` command line, ``train`` gets its ``--algo``'s config flags."""
+    from dreamer_gym.studies.learnability import LearnabilityConfig
     from dreamer_gym.studies.power import PowerConfig
     from dreamer_gym.studies.validity import ValidityConfig
 
-    parser = argparse.ArgumentParser(prog="dreamer-gym", description=DESCRIPTION,
+    parser = argparse.ArgumentParser(prog="dreamer-gym", description=DESCRIPTION, formatter_class=_HelpFormatter,
                                      epilog="`dreamer-gym COMMAND --help` for a command's flags. An expected error "
                                      "is one line and exit code 2; --debug shows its traceback.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -579,6 +604,16 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("runs/power.json"), help="the JSON record (default: runs/power.json)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_power)
+
+    p = sub.add_parser("learnability", help="does the best fixed rule depend on the region? (cross-fitted gap, CI)")
+    p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v1", help=ENV_HELP)
+    p.add_argument("--families", default="", help="comma-separated families (default: every family of the pool)")
+    g = p.add_argument_group("study (LearnabilityConfig fields)")
+    add_dataclass_arguments(g, LearnabilityConfig, skip=LEARNABILITY_SKIP, dest_prefix="learnability.")
+    p.add_argument("--out", type=Path, default=Path("runs/learnability"),
+                   help="output folder (default: runs/learnability)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=_cmd_learnability)
     return parser
 
 

@@ -62,6 +62,7 @@ BAD_ARGUMENTS = [
     (["validity", "--env", TYPO], ["Did you mean"]),
     (["validity", "--config", "fixed"], ["Unknown key 'consolidator'"]),  # a recipe of another command
     (["power", "--env", "NoSuchEnv-v0"], ["`NoSuchEnv` doesn't exist"]),
+    (["learnability", "--rules", "keep-all", "magic"], ["Unknown rule(s) ['magic'] in `rules`", "merge-all"]),
     (["train", "--config", "no-such-recipe"], ["no shipped recipe 'no-such-recipe'", "grpo-smollm2-cpu"]),
     (["train", "--algo", "oplevel", "--config", "oplevel-cpu", "--group-size", "two"], ["invalid int value: 'two'"]),
     (["train", "--algo", "sb3", "--config", "sb3-maskable-ppo-cpu", "--probe", "2"], ["--probe"]),

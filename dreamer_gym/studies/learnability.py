@@ -1,0 +1,405 @@
+"""The learnability study: does the best consolidation depend on the region, beyond selection noise?
+
+For each region (family x bank) of an env id, every rule of a family of fixed, whole-region rules (:data:`RULES`:
+keep-all, empty, dedupe, consensus, merge-all, ...) is committed under ``draws`` independent episode draws (the
+same region reset with different seeds: different evaluation episodes; every rule of one draw shares the reset
+seed, so rules are compared on the same episodes). The unit is the commit reward ``info["return"]``, what a
+learner is paid. Then, **cross-fitted** (choose on some draws, score on the draw left out, average over folds):
+
+* the **best constant**: the one rule with the highest mean over regions;
+* the **best choice**: per region, the rule with the highest mean on that region (a lookup table, the most
+  input-dependent policy the rule family allows);
+* the **gap** (choice - constant), paired over regions, with a 95% bootstrap CI that resamples regions within
+  each family and redoes both selections on every resample (so the constant's own selection noise counts too).
+
+Choosing and scoring on the same episodes would count selection noise as learnability: with rules whose true
+rewards are equal, the in-sample per-region maximum still beats every constant. The in-sample ("hindsight")
+values are reported beside the cross-fitted ones to show how much that is.
+
+Also: the share of regions per best rule, the share where each merging rule hurts or helps against keep-all,
+and which region features predict the best rule (a one-split stump per feature and a depth-2 tree on all,
+fitted on the selection draws' best rules and scored on the held-out draw, like the choice itself).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from dreamer_gym.consolidators import make_consolidator, run_episode
+from dreamer_gym.consolidators.base import call
+from dreamer_gym.envs.op_rules import parse_procedure
+from dreamer_gym.envs.ops import ABSTRACT, DROP, KEEP, MERGE, plan_calls
+from dreamer_gym.errors import ConfigError
+from dreamer_gym.memory.tokens import count_tokens
+from dreamer_gym.studies.validity import make_study_env
+
+# Whole-region rules played through the op vocabulary (:func:`~dreamer_gym.envs.ops.plan_calls`): name ->
+# (op per entry kind, op for every other kind, what it does). Every MERGE entry of a region goes into one entry.
+OP_RULES: dict[str, tuple[dict[str, int], int, str]] = {
+    "merge-all": ({}, MERGE, "every entry merged into one (what the trained op-level and GRPO policies converge to)"),
+    "merge-procedures": ({"procedure": MERGE}, KEEP, "the procedures merged into one, every other entry kept"),
+    "merge-procedures-keep-facts": ({"procedure": MERGE, "fact": KEEP}, DROP,
+                                    "the procedures merged into one, facts kept, insights and pitfalls dropped"),
+    "abstract-procedures": ({"procedure": ABSTRACT}, KEEP,
+                            "each procedure rewritten as the region's consensus, every other entry kept"),
+    "procedures-only": ({"procedure": KEEP}, DROP, "the procedures kept verbatim, every other entry dropped"),
+    "drop-insights": ({"insight": DROP}, KEEP, "insights dropped, every other entry kept"),
+}
+# Registered deterministic consolidators that are whole-region rules too (dreamer_gym.consolidators.fixed)
+REGISTERED_RULES: dict[str, str] = {
+    "keep-all": "every entry kept verbatim (reward 0 before the size term)",
+    "empty": "nothing kept (the floor)",
+    "dedupe": "near-duplicates (token Jaccard >= 0.8) dropped, the latest copy kept",
+    "consensus": "the procedures merged into their consensus, everything else dropped",
+}
+RULES: tuple[str, ...] = (*REGISTERED_RULES, *OP_RULES)
+MERGING_RULES: tuple[str, ...] = ("merge-all", "consensus", "merge-procedures", "merge-procedures-keep-facts",
+                                  "abstract-procedures")
+FEATURES: tuple[str, ...] = ("entries", "tokens", "procedure_share", "insight_share", "distinct_goals",
+                             "distinct_trajectories", "sessions")
+TIE = 1e-9  # rewards closer than this are equal (a rule "agrees" with the best where it scores within TIE of it)
+
+
+class OpRuleConsolidator:
+    """One fixed op per entry kind over the whole region, played as the env's own tool calls."""
+
+    def __init__(self, name: str) -> None:
+        if name not in OP_RULES:
+            raise ConfigError(f"Expected an op rule, one of {list(OP_RULES)}, got {name!r}")
+        self.name = name
+        self.by_kind, self.default, _ = OP_RULES[name]
+
+    def actions(self, env: gym.Env, obs: dict[str, Any], info: dict[str, Any]) -> Iterator[str]:
+        region = info["region"]
+        config = env.unwrapped.config
+        ops = [self.by_kind.get(e["kind"], self.default) for e in region]
+        calls, _ = plan_calls(ops, region, config.max_entry_tokens, config.max_emitted)
+        for c in calls:
+            yield call(c.pop("tool"), **c)
+        yield call("commit")
+
+
+def make_rule(name: str) -> Any:
+    """The consolidator that plays rule ``name`` (an op rule, or a registered consolidator's name)."""
+    return OpRuleConsolidator(name) if name in OP_RULES else make_consolidator(name)
+
+
+@dataclass(frozen=True)
+class LearnabilityConfig:
+    """The study's settings; ``dreamer-gym learnability`` generates its flags from these fields."""
+
+    env_id: str = field(default="MemoryConsolidation-ScienceWorld-v1", metadata={"help": "env id"})
+    families: tuple[str, ...] | None = field(default=None, metadata={"help": "None: every family in the pool"})
+    banks: tuple[int, ...] | None = field(default=None, metadata={"help": "None: every bank in the pool"})
+    rules: tuple[str, ...] = field(default=RULES, metadata={
+        "help": "the rule family: op rules of the study or registered deterministic consolidators"})
+    draws: int = field(default=2, metadata={
+        "help": "episode draws per region (each region and draw its own reset seed); at least 2 to cross-fit"})
+    seed: int = field(default=0, metadata={"help": "the reset seeds' base and the bootstrap's seed"})
+    bootstrap_resamples: int = field(default=2000, metadata={"help": "resamples of the gap's bootstrap CI"})
+    workers: int = field(default=0, metadata={"help": "evaluation worker processes (0 = in-process)"})
+
+    def __post_init__(self) -> None:
+        if self.draws < 2:
+            raise ConfigError(f"Expected `draws` >= 2 (one draw chooses, another scores), got {self.draws}")
+        if len(self.rules) < 2 or len(set(self.rules)) != len(self.rules):
+            raise ConfigError(f"Expected `rules` to be at least 2 distinct names, got {list(self.rules)}")
+        if self.bootstrap_resamples < 1:
+            raise ConfigError(f"Expected `bootstrap_resamples` to be a positive int, got {self.bootstrap_resamples}")
+        from dreamer_gym.consolidators import consolidator_names
+
+        known = set(OP_RULES) | set(consolidator_names())
+        unknown = [r for r in self.rules if r not in known]
+        if unknown:
+            raise ConfigError(f"Unknown rule(s) {unknown} in `rules`; the study's rules are {list(RULES)} (any "
+                              "registered deterministic consolidator works too)")
+
+    def reset_seed(self, draw: int, bank: int) -> int:
+        """The reset seed of one draw on one bank's regions: every rule of the draw shares it (paired), and
+        each bank gets its own, so regions of a family do not share their evaluation episodes."""
+        return int(np.random.SeedSequence([self.seed, draw, bank]).generate_state(1)[0])
+
+
+def region_features(region: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """What a policy could read off a region before acting (:data:`FEATURES`)."""
+    n = len(region)
+    goals = {p.goal.lower() for p in map(parse_procedure, region) if p is not None}
+    trajectories = {p["trajectory_id"] for e in region for p in e["provenance"]}
+    return {"entries": float(n), "tokens": float(sum(count_tokens(e["text"]) for e in region)),
+            "procedure_share": sum(e["kind"] == "procedure" for e in region) / max(n, 1),
+            "insight_share": sum(e["kind"] == "insight" for e in region) / max(n, 1),
+            "distinct_goals": float(len(goals)), "distinct_trajectories": float(len(trajectories)),
+            "sessions": float(len({e.get("session", 0) for e in region}))}
+
+
+def study_regions(pool: Any, config: LearnabilityConfig) -> list[tuple[str, int]]:
+    """``(family, bank)`` of every region the config names that the pool holds."""
+    families = config.families or pool.families
+    banks = config.banks if config.banks is not None else tuple(range(len(pool.banks)))
+    regions = [(f, b) for f in families for b in banks if any(e.family == f for e in pool.banks[b])]
+    if not regions:
+        raise ConfigError(f"No region: no bank of {list(banks)} holds a family of {list(families)}; check "
+                          "`families` and `banks` against the pool")
+    return regions
+
+
+def collect(config: LearnabilityConfig, progress: bool = True) -> dict[str, Any]:
+    """Every rule on every region under every draw: one record per (family, bank, draw, rule)."""
+    from tqdm.auto import tqdm
+
+    env, comparable = make_study_env(config.env_id, config.workers)
+    try:
+        pool = env.unwrapped.pool
+        regions = study_regions(pool, config)
+        jobs = [(f, b, d, r) for f, b in regions for d in range(config.draws) for r in config.rules]
+        records, features = [], {}
+        for family, bank, draw, rule in tqdm(jobs, desc="learnability", disable=not progress):
+            options = {"family": family, "bank": bank}
+            info = run_episode(env, make_rule(rule), seed=config.reset_seed(draw, bank), options=options)
+            if (family, bank) not in features:
+                features[(family, bank)] = region_features(env.reset(seed=0, options=options)[1]["region"])
+            records.append({"family": family, "bank": bank, "draw": draw, "rule": rule, "reward": info["return"],
+                            "in_family": info["score_delta_parts"]["in_family"],
+                            "size": info["reward_components"]["size"], "tokens": info["size_after"]["tokens"],
+                            "episodes": [[e["family"], e["variation"]] for e in info["episodes"]]})
+        cfg = env.unwrapped.config
+        setting = {"env_id": config.env_id, "comparable": comparable, "split": cfg.split, "pool_hash": pool.hash,
+                   "banks": len(pool.banks), "eval_in_family": int(cfg.eval_in_family),
+                   "eval_other": int(cfg.eval_other), "size_coef": float(cfg.size_coef)}
+        return {"records": records, "setting": setting,
+                "regions": [{"family": f, "bank": b, **features[(f, b)]} for f, b in regions]}
+    finally:
+        env.close()
+
+
+def score_table(records: Sequence[Mapping[str, Any]], regions: Sequence[tuple[str, int]],
+                rules: Sequence[str], draws: int) -> np.ndarray:
+    """``(regions, rules, draws)`` array of commit rewards from the records."""
+    index = {(r["family"], r["bank"], r["rule"], r["draw"]): r["reward"] for r in records}
+    return np.array([[[index[(f, b, rule, d)] for d in range(draws)] for rule in rules] for f, b in regions],
+                    dtype=float)
+
+
+def _argmax(values: np.ndarray) -> np.ndarray:
+    """Index of the largest value along the last axis, the first listed rule among ties within :data:`TIE`."""
+    return np.argmax(values >= values.max(axis=-1, keepdims=True) - TIE, axis=-1)
+
+
+def crossfit(scores: np.ndarray) -> dict[str, Any]:
+    """Cross-fitted best constant and best per-region choice of a ``(regions, rules, draws)`` score table.
+
+    Fold k chooses on the mean of every draw but k and scores on draw k; values are averaged over folds. Returns
+    the per-region values (``constant``, ``choice``, ``gap``), their means, the rules chosen per fold, and the
+    in-sample (hindsight) values for contrast."""
+    n_regions, _, n_draws = scores.shape
+    constant, choice, agree_constant, agree_choice = (np.zeros(n_regions) for _ in range(4))
+    constants, choices = [], []
+    for k in range(n_draws):
+        select = np.delete(scores, k, axis=2).mean(axis=2)  # (regions, rules)
+        held = scores[:, :, k]
+        c = int(_argmax(select.mean(axis=0)))
+        per_region = _argmax(select)
+        rows = np.arange(n_regions)
+        constant += held[:, c] / n_draws
+        choice += held[rows, per_region] / n_draws
+        best = held.max(axis=1)
+        agree_constant += (held[:, c] >= best - TIE) / n_draws
+        agree_choice += (held[rows, per_region] >= best - TIE) / n_draws
+        constants.append(c)
+        choices.append(per_region.tolist())
+    mean = scores.mean(axis=2)
+    return {"constant": constant, "choice": choice, "gap": choice - constant,
+            "constant_mean": float(constant.mean()), "choice_mean": float(choice.mean()),
+            "gap_mean": float((choice - constant).mean()), "constant_per_fold": constants,
+            "choice_per_fold": choices, "agreement_constant": float(agree_constant.mean()),
+            "agreement_choice": float(agree_choice.mean()),
+            "hindsight_constant": float(mean.mean(axis=0).max()), "hindsight_choice": float(mean.max(axis=1).mean()),
+            "hindsight_gap": float(mean.max(axis=1).mean() - mean.mean(axis=0).max())}
+
+
+def bootstrap_gap(scores: np.ndarray, strata: Sequence[str], resamples: int, seed: int = 0) -> tuple[float, float]:
+    """95% percentile CI of the cross-fitted gap, resampling regions with replacement within each stratum
+    (family) and redoing both selections on each resample."""
+    rng = np.random.default_rng(seed)
+    groups = [np.flatnonzero(np.asarray(strata) == s) for s in dict.fromkeys(strata)]
+    gaps = np.empty(resamples)
+    for i in range(resamples):
+        idx = np.concatenate([g[rng.integers(len(g), size=len(g))] for g in groups])
+        gaps[i] = crossfit(scores[idx])["gap_mean"]
+    lo, hi = np.percentile(gaps, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def fit_tree(x: np.ndarray, labels: np.ndarray, depth: int) -> dict[str, Any]:
+    """A classification tree of at most ``depth`` splits (Gini; thresholds at midpoints; ties: the first
+    feature and the lowest threshold, the smallest label), deterministic and small enough to read."""
+    values, counts = np.unique(labels, return_counts=True)
+    leaf = {"label": int(values[np.argmax(counts)])}
+    if depth == 0 or len(values) == 1:
+        return leaf
+
+    def gini(part: np.ndarray) -> float:
+        _, c = np.unique(part, return_counts=True)
+        return float(len(part) * (1 - ((c / len(part)) ** 2).sum()))
+
+    best = (gini(labels) - 1e-12, None, None)
+    for j in range(x.shape[1]):
+        cuts = np.unique(x[:, j])
+        for t in (cuts[:-1] + cuts[1:]) / 2:
+            left = x[:, j] <= t
+            impurity = gini(labels[left]) + gini(labels[~left])
+            if impurity < best[0]:
+                best = (impurity, j, float(t))
+    if best[1] is None:
+        return leaf
+    _, j, t = best
+    left = x[:, j] <= t
+    sides = fit_tree(x[left], labels[left], depth - 1), fit_tree(x[~left], labels[~left], depth - 1)
+    if all("label" in side for side in sides) and sides[0]["label"] == sides[1]["label"]:
+        return leaf  # a split whose sides play the same rule changes no choice
+    return {"feature": j, "threshold": t, "left": sides[0], "right": sides[1]}
+
+
+def predict_tree(tree: dict[str, Any], x: np.ndarray) -> np.ndarray:
+    if "label" in tree:
+        return np.full(len(x), tree["label"], dtype=int)
+    left = x[:, tree["feature"]] <= tree["threshold"]
+    out = np.empty(len(x), dtype=int)
+    out[left] = predict_tree(tree["left"], x[left])
+    out[~left] = predict_tree(tree["right"], x[~left])
+    return out
+
+
+def describe_tree(tree: dict[str, Any], features: Sequence[str], rules: Sequence[str]) -> str:
+    if "label" in tree:
+        return rules[tree["label"]]
+    name = features[tree["feature"]]
+    return (f"if {name} <= {tree['threshold']:g}: ({describe_tree(tree['left'], features, rules)}) else: "
+            f"({describe_tree(tree['right'], features, rules)})")
+
+
+def feature_policies(scores: np.ndarray, x: np.ndarray, features: Sequence[str],
+                     rules: Sequence[str]) -> list[dict[str, Any]]:
+    """Cross-fitted policies that read features: a stump per feature and a depth-2 tree on all. Each fold fits
+    on the per-region best rules of the selection draws and plays its prediction on the held-out draw."""
+    n_draws = scores.shape[2]
+    models = [(f, [j], 1) for j, f in enumerate(features)]
+    models.append(("tree (all features, depth 2)", list(range(len(features))), 2))
+    out = []
+    for name, cols, depth in models:
+        value, agree, trees = 0.0, 0.0, []
+        for k in range(n_draws):
+            select = np.delete(scores, k, axis=2).mean(axis=2)
+            held = scores[:, :, k]
+            tree = fit_tree(x[:, cols], _argmax(select), depth)
+            played = predict_tree(tree, x[:, cols])
+            rows = np.arange(len(held))
+            value += float(held[rows, played].mean()) / n_draws
+            agree += float((held[rows, played] >= held.max(axis=1) - TIE).mean()) / n_draws
+            trees.append(describe_tree(tree, [features[c] for c in cols], rules))
+        out.append({"model": name, "value": value, "agreement": agree, "trees": trees})
+    return out
+
+
+def summarise(data: Mapping[str, Any], config: LearnabilityConfig) -> dict[str, Any]:
+    regions = [(r["family"], r["bank"]) for r in data["regions"]]
+    rules = list(config.rules)
+    scores = score_table(data["records"], regions, rules, config.draws)
+    fit = crossfit(scores)
+    strata = [f for f, _ in regions]
+    lo, hi = bootstrap_gap(scores, strata, config.bootstrap_resamples, config.seed)
+    mean = scores.mean(axis=2)
+    best = _argmax(mean)  # per region, on every draw: the share table's label
+    families = list(dict.fromkeys(strata))
+    per_rule = {rule: {"mean": float(mean[:, i].mean()),
+                       "best_share": float(np.mean(best == i)),
+                       "per_family": {f: float(mean[[s == f for s in strata], i].mean()) for f in families}}
+                for i, rule in enumerate(rules)}
+    merging = {}
+    if "keep-all" in rules:
+        keep = mean[:, rules.index("keep-all")]
+        for rule in (r for r in MERGING_RULES if r in rules):
+            d = mean[:, rules.index(rule)] - keep
+            merging[rule] = {"hurts": float(np.mean(d < -TIE)), "helps": float(np.mean(d > TIE)),
+                             "equal": float(np.mean(np.abs(d) <= TIE)), "worst": float(d.min()),
+                             "best": float(d.max())}
+    x = np.array([[r[f] for f in FEATURES] for r in data["regions"]], dtype=float)
+    noise = float(np.mean(np.abs(scores[:, :, 0] - scores[:, :, 1])))
+    episodes = {(r["family"], r["bank"], r["draw"]): [tuple(e) for e in r["episodes"] if e[0] == r["family"]]
+                for r in data["records"] if r["rule"] == rules[0]}
+    overlap = float(np.mean([len(set(episodes[(f, b, 0)]) & set(episodes[(f, b, 1)])) / max(len(episodes[(f, b, 0)]), 1)
+                             for f, b in regions]))
+    return {
+        "setting": data["setting"], "regions": len(regions), "families": families, "rules": rules,
+        "draws": config.draws, "best_constant": rules[fit["constant_per_fold"][0]],
+        "constant_per_fold": [rules[c] for c in fit["constant_per_fold"]],
+        "constant": fit["constant_mean"], "choice": fit["choice_mean"], "gap": fit["gap_mean"], "gap_ci95": [lo, hi],
+        "gap_ci_excludes_0": bool(lo > 0 or hi < 0),
+        "agreement": {"constant": fit["agreement_constant"], "choice": fit["agreement_choice"]},
+        "hindsight": {"constant": fit["hindsight_constant"], "choice": fit["hindsight_choice"],
+                      "gap": fit["hindsight_gap"]},
+        "draw_noise": noise, "draw_overlap": overlap, "per_rule": per_rule, "merging_vs_keep_all": merging,
+        "feature_policies": feature_policies(scores, x, FEATURES, rules),
+        "per_region": [{"family": f, "bank": b, "best": rules[int(best[i])], "constant": float(fit["constant"][i]),
+                        "choice": float(fit["choice"][i]), "gap": float(fit["gap"][i]),
+                        "choice_per_fold": [rules[c[i]] for c in fit["choice_per_fold"]]}
+                       for i, (f, b) in enumerate(regions)],
+    }
+
+
+def to_markdown(summary: Mapping[str, Any]) -> str:
+    s = summary["setting"]
+    lo, hi = summary["gap_ci95"]
+    lines = [
+        f"Env `{s['env_id']}` ({'the registered id as it runs' if s['comparable'] else '**not comparable**'}; pool "
+        f"`{s['pool_hash']}`), {s['split'].upper()} split; {summary['regions']} regions ({len(summary['families'])} "
+        f"families); {len(summary['rules'])} rules x {summary['draws']} episode draws; {s['eval_in_family']} "
+        f"in-family + {s['eval_other']} other-family episodes per commit; unit: the commit reward.", "",
+        "| | reward (cross-fitted) | in hindsight (same draws) |", "|---|---|---|",
+        f"| best constant (`{summary['best_constant']}`) | {summary['constant']:+.4f} | "
+        f"{summary['hindsight']['constant']:+.4f} |",
+        f"| best per-region choice | {summary['choice']:+.4f} | {summary['hindsight']['choice']:+.4f} |",
+        f"| **gap** (choice - constant) | **{summary['gap']:+.4f}** [{lo:+.4f}, {hi:+.4f}] | "
+        f"{summary['hindsight']['gap']:+.4f} |", "",
+        f"95% CI: regions resampled within families, both selections redone "
+        f"({'excludes' if summary['gap_ci_excludes_0'] else 'includes'} 0). "
+        f"Mean |draw 0 - draw 1| of one rule on one region: {summary['draw_noise']:.4f}; in-family episodes of draw 0 "
+        f"also in draw 1: {summary['draw_overlap']:.2f}. Agreement with the held-out "
+        f"draw's best rule: constant {summary['agreement']['constant']:.2f}, "
+        f"choice {summary['agreement']['choice']:.2f}.",
+        "", "| rule | mean reward | share of regions where best |", "|---|---|---|",
+    ]
+    for rule, row in summary["per_rule"].items():
+        lines.append(f"| {rule} | {row['mean']:+.4f} | {row['best_share']:.2f} |")
+    if summary["merging_vs_keep_all"]:
+        lines += ["", "| merging rule vs keep-all | hurts | helps | equal | worst | best |",
+                  "|---|---|---|---|---|---|"]
+        for rule, m in summary["merging_vs_keep_all"].items():
+            lines.append(f"| {rule} | {m['hurts']:.2f} | {m['helps']:.2f} | {m['equal']:.2f} | {m['worst']:+.4f} | "
+                         f"{m['best']:+.4f} |")
+    lines += ["", "| policy reading features (cross-fitted) | reward | agreement | fitted on fold 0 |",
+              "|---|---|---|---|"]
+    for p in summary["feature_policies"]:
+        lines.append(f"| {p['model']} | {p['value']:+.4f} | {p['agreement']:.2f} | {p['trees'][0]} |")
+    return "\n".join(lines) + "\n"
+
+
+def run(config: LearnabilityConfig, out_dir: str | Path | None = None, progress: bool = True) -> dict[str, Any]:
+    """Collect and summarise; with ``out_dir``, write ``learnability.json`` (config, summary, records) and
+    ``learnability.md`` there."""
+    data = collect(config, progress=progress)
+    summary = summarise(data, config)
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "learnability.json").write_text(json.dumps(
+            {"config": asdict(config), "summary": summary, "regions": data["regions"], "records": data["records"]},
+            indent=1))
+        (out / "learnability.md").write_text(to_markdown(summary))
+    return summary
