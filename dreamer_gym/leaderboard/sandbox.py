@@ -122,6 +122,16 @@ def hidden_paths(extra: Sequence[Path] = ()) -> tuple[list[Path], list[Path], li
     return simulator_dirs(), hollow, [p for p in covered if p.exists()]
 
 
+def runtime_under_tmp() -> list[str]:
+    """What the child needs to run that a fresh ``/tmp`` would hide: the interpreter's prefixes and this package's
+    root, where they lie under ``/tmp`` (a clone checked out there, as CI does). Bound back read-only before the
+    covers, so what the covers hide inside them stays hidden."""
+    roots = {Path(sys.prefix), Path(sys.base_prefix), Path(__file__).resolve().parents[2]}
+    tmp = Path("/tmp").resolve()
+    under = sorted(str(p.resolve()) for p in roots if p.resolve().is_relative_to(tmp) and p.resolve() != tmp)
+    return [p for p in under if not any(p != q and p.startswith(q + os.sep) for q in under)]  # outermost only
+
+
 @dataclass
 class Sandbox:
     """How verify isolates a consolidator. ``binary``: the bubblewrap executable (a test points it at a missing
@@ -159,6 +169,8 @@ class Sandbox:
         for name in KEPT_ENV:
             if name in os.environ and name != "PYTHONPATH":
                 cmd += ["--setenv", name, os.environ[name]]
+        for path in runtime_under_tmp():  # the interpreter, its venv, this package: a CI clone sits in /tmp
+            cmd += ["--ro-bind", path, path]
         code = [str(Path(p).resolve()) for p in self.code]
         for path in code:  # after the fresh /tmp (the folder may sit there), before the covers (it may hold them)
             cmd += ["--ro-bind", path, path]

@@ -37,12 +37,12 @@ def test_an_algorithm_registered_at_run_time_runs_from_the_cli(tmp_path: Path) -
         assert (tmp_path / "count.txt").read_text() == "42"  # the YAML's start, the flag's steps
     finally:
         ALGORITHMS.unregister("count")
-    with pytest.raises(ConfigError, match=r"Expected `--algo` to be one of \['grpo', 'oplevel', 'sb3', 'trl'\]"):
+    with pytest.raises(ConfigError, match=r"Expected `--algo` to be one of \['grpo', 'trl', 'oplevel', 'sb3'\]"):
         get_algorithm("count")
 
 
 def test_the_built_ins_name_their_extras_and_options_without_importing_them() -> None:
-    assert ALGORITHMS.names() == ("grpo", "oplevel", "sb3", "trl")
+    assert ALGORITHMS.names() == ("grpo", "trl", "oplevel", "sb3")  # the built-ins' declared order
     assert get_algorithm("sb3").needs == ("torch", "stable_baselines3", "sb3_contrib")
     assert get_algorithm("trl").config is None and get_algorithm("trl").options == ("check", "resume")
     with pytest.raises(ConfigError, match=r"--check, --resume are not for --algo oplevel \(it takes none of"):
