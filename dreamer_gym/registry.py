@@ -115,7 +115,11 @@ class Registry(Generic[T]):
         return tuple(dict.fromkeys([*self.builtins, *self._registered, *self._plugins()]))
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name in self.names()
+        """Registered and built-in names answer without scanning the installed entry points (~5 ms a scan; every
+        config that names a built-in checks it)."""
+        if not isinstance(name, str):
+            return False
+        return name in self._registered or name in self.builtins or name in self._plugins()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
