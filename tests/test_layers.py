@@ -86,3 +86,15 @@ def test_the_service_does_not_import_the_env(room: str) -> None:
     arrows = [(m, i) for m in graph.find_descendants(f"dreamer_gym.{room}") | {f"dreamer_gym.{room}"}
               for i in graph.find_modules_directly_imported_by(m) if i.startswith("dreamer_gym.envs")]
     assert arrows == []
+
+
+def test_test_file_names_are_unique() -> None:
+    """pytest imports test files by basename (rootdir ``prepend`` mode, no ``__init__.py``): two files named
+    ``test_registry.py`` stop the whole collection ("import file mismatch"), so CI fails before a test runs."""
+    seen: dict[str, list[str]] = defaultdict(list)
+    for folder in (ROOT / "tests", ROOT / "research" / "tests"):
+        for path in folder.rglob("*.py"):
+            if path.name != "conftest.py" and "__pycache__" not in path.parts:
+                seen[path.name].append(str(path.relative_to(ROOT)))
+    clashes = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert clashes == {}
