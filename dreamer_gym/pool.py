@@ -11,14 +11,14 @@ import gzip
 import json
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from dreamer_gym.acquisition import AcquisitionConfig, acquire
 from dreamer_gym.errors import PoolHashMismatch
-from dreamer_gym.memory import MemoryBank, Trajectory
+from dreamer_gym.memory import MemoryBank, RegionScheme, Trajectory
 from dreamer_gym.memory.hashing import content_hash
 from dreamer_gym.paths import cache_root
 from dreamer_gym.suites.base import EpisodeTask, TaskSuite
@@ -35,19 +35,30 @@ class BankPool:
     task_texts: dict[str, dict[str, dict[int, str]]]  # split -> family -> variation -> text
     train_gold: dict[str, dict[int, tuple[str, ...]]]  # family -> variation -> gold path
     seeds: tuple[int, ...]
+    # how the banks are cut into working regions (memory/regions.py); the -v0/-v1 pools cut by family
+    region_scheme: RegionScheme = field(default_factory=RegionScheme)
+    # per bank, who wrote it (writer skill, run length, the task mix the agent met): JSON-able, hashed
+    bank_meta: tuple[dict[str, Any], ...] = ()
 
     @property
     def hash(self) -> str:
-        return "p" + content_hash(
-            {
-                "suite": self.suite,
-                "families": list(self.families),
-                "banks": [b.hash for b in self.banks],
-                "trajectories": sorted(self.trajectories),
-                "tasks": {s: {f: sorted(v.items()) for f, v in fam.items()} for s, fam in self.task_texts.items()},
-            },
-            length=16,
-        )
+        content: dict[str, Any] = {
+            "suite": self.suite,
+            "families": list(self.families),
+            "banks": [b.hash for b in self.banks],
+            "trajectories": sorted(self.trajectories),
+            "tasks": {s: {f: sorted(v.items()) for f, v in fam.items()} for s, fam in self.task_texts.items()},
+        }
+        # hashed only when set, so the pools built before either existed keep their pinned hashes
+        if self.region_scheme != RegionScheme():
+            content["regions"] = self.region_scheme.to_dict()
+        if self.bank_meta:
+            content["bank_meta"] = list(self.bank_meta)
+        return "p" + content_hash(content, length=16)
+
+    def region_keys(self, bank_index: int) -> tuple[str, ...]:
+        """The region keys of one bank under this pool's scheme (families, or ``window:A-B``)."""
+        return self.region_scheme.keys(self.banks[bank_index])
 
     def description(self, task: EpisodeTask, split: str) -> str:
         return self.task_texts[split][task.family][task.variation]
@@ -66,6 +77,8 @@ class BankPool:
             "task_texts": {s: {f: {str(v): t for v, t in sorted(d.items())} for f, d in fam.items()}
                            for s, fam in self.task_texts.items()},
             "train_gold": {f: {str(v): list(p) for v, p in sorted(d.items())} for f, d in self.train_gold.items()},
+            **({"region_scheme": self.region_scheme.to_dict()} if self.region_scheme != RegionScheme() else {}),
+            **({"bank_meta": list(self.bank_meta)} if self.bank_meta else {}),
         }
 
     @classmethod
@@ -79,6 +92,8 @@ class BankPool:
                         for s, fam in data["task_texts"].items()},
             train_gold={f: {int(v): tuple(p) for v, p in d.items()} for f, d in data["train_gold"].items()},
             seeds=tuple(data["seeds"]),
+            region_scheme=RegionScheme(**data.get("region_scheme", {})),
+            bank_meta=tuple(data.get("bank_meta", ())),
         )
         if data.get("hash") and data["hash"] != pool.hash:
             raise PoolHashMismatch(f"pool file says {data['hash']} but its content hashes to {pool.hash}")

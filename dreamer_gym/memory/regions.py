@@ -1,10 +1,25 @@
-"""Working-region selectors: which part of the bank one consolidation episode rewrites."""
+"""Working-region selectors: which part of the bank one consolidation episode rewrites.
+
+Two schemes name a region by a key string (what the env's reset, the reward service's tickets and a commit
+carry):
+
+- ``family`` (the -v0/-v1 pools): the key is a task family, the region every entry written for it. Regions of one
+  family look alike, so a constant rule ("merge everything") is as good as any policy there (issue 31).
+- ``window`` (the paper's definition): the key is ``window:A-B``, the entries the task agent wrote over its
+  sessions A..B. A window mixes tasks in the proportions the agent met them, so merging everything can lose a
+  task's only procedure in one window and be exactly right in the next.
+"""
 from __future__ import annotations
 
+import re
+from collections import Counter
 from dataclasses import dataclass
 
 from dreamer_gym.memory.bank import MemoryBank
 from dreamer_gym.memory.retrieval import BM25Retriever
+
+REGION_KINDS: tuple[str, ...] = ("family", "window")
+_WINDOW = re.compile(r"window:(\d+)-(\d+)")
 
 
 @dataclass(frozen=True)
@@ -18,8 +33,38 @@ class Region:
         object.__setattr__(self, "entry_ids", tuple(sorted(set(self.entry_ids))))
 
 
+@dataclass(frozen=True)
+class RegionScheme:
+    """How a pool cuts its banks into working regions. ``window``: ``sessions`` consecutive sessions per
+    region, a new region every ``stride`` sessions (overlapping windows are distinct regions)."""
+
+    kind: str = "family"
+    sessions: int = 4
+    stride: int = 2
+
+    def __post_init__(self) -> None:
+        if self.kind not in REGION_KINDS:
+            raise ValueError(f"Expected `kind` to be one of {REGION_KINDS}, got {self.kind!r}")
+        for name in ("sessions", "stride"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"Expected `{name}` to be a positive int, got {value!r}")
+
+    def keys(self, bank: MemoryBank) -> tuple[str, ...]:
+        """Every region key of ``bank`` under this scheme (sorted families; windows in time order)."""
+        if self.kind == "family":
+            return tuple(sorted({e.family for e in bank}))
+        last = max((e.session for e in bank), default=-1)
+        starts = range(0, max(last - self.sessions + 2, 1), self.stride)
+        keys = (f"window:{s}-{s + self.sessions - 1}" for s in starts)
+        return tuple(k for k in keys if select_region(bank, k).entry_ids)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "sessions": self.sessions, "stride": self.stride}
+
+
 def select_by_family(bank: MemoryBank, family: str, max_entries: int | None = None) -> Region:
-    """Every entry written for one task family (the paper's default working region).
+    """Every entry written for one task family (the -v0/-v1 pools' working region).
 
     With ``max_entries``, the most recent sessions win: the oldest entries drop out first.
     """
@@ -27,6 +72,37 @@ def select_by_family(bank: MemoryBank, family: str, max_entries: int | None = No
     if max_entries is not None and len(entries) > max_entries:
         entries = sorted(entries, key=lambda e: (-e.session, e.id))[:max_entries]
     return Region(f"family:{family}", tuple(e.id for e in entries))
+
+
+def parse_window(key: str) -> tuple[int, int] | None:
+    """``(A, B)`` of a ``window:A-B`` key, ``None`` for any other key."""
+    match = _WINDOW.fullmatch(key) if isinstance(key, str) else None
+    return None if match is None else (int(match.group(1)), int(match.group(2)))
+
+
+def select_by_window(bank: MemoryBank, first: int, last: int, max_entries: int | None = None) -> Region:
+    """Every entry the agent wrote over sessions ``first..last`` (inclusive), whatever its task. With
+    ``max_entries``, the most recent sessions win, as in :func:`select_by_family`."""
+    entries = [e for e in bank if first <= e.session <= last]
+    if max_entries is not None and len(entries) > max_entries:
+        entries = sorted(entries, key=lambda e: (-e.session, e.id))[:max_entries]
+    return Region(f"window:{first}-{last}", tuple(e.id for e in entries))
+
+
+def select_region(bank: MemoryBank, key: str, max_entries: int | None = None) -> Region:
+    """The region a key names: ``window:A-B`` a time window, anything else a family."""
+    window = parse_window(key)
+    if window is not None:
+        return select_by_window(bank, *window, max_entries=max_entries)
+    return select_by_family(bank, key, max_entries)
+
+
+def region_task_mix(bank: MemoryBank, region: Region) -> dict[str, int]:
+    """Per family, how many of the agent's episodes wrote the region's entries: the proportions in which the
+    agent met the region's tasks (what a window region's evaluation episodes are drawn by)."""
+    episodes = {(e.family, p.trajectory_id) for i in region.entry_ids if (e := bank.get(i)) is not None
+                for p in e.provenance}
+    return dict(sorted(Counter(family for family, _ in episodes).items()))
 
 
 def select_by_cluster(bank: MemoryBank, seed_entry_id: str, size: int) -> Region:
