@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from dreamer_gym.envs.op_rules import abstract_text, merge_text, parse_procedure
-from dreamer_gym.envs.wrappers import RULE_TAGS
+# its home is the wrappers (the group features read it); its callers import it from here, with the ops
+from dreamer_gym.envs.wrappers import entry_classes as entry_classes
 
 OPS: tuple[str, ...] = ("drop", "keep", "merge", "abstract")
 DROP, KEEP, MERGE, ABSTRACT = range(len(OPS))
@@ -28,7 +29,7 @@ def region_key(region: list[dict[str, Any]]) -> tuple[Any, ...]:
     run draws its regions from a fixed pool, so the same region comes back and its features need not be
     recomputed (they were ~40% of a cached op-level episode). ~16 us for 39 entries."""
     return tuple(
-        (e["id"], e["kind"], e["text"], e.get("session", 0), tuple(e.get("tags", ())),
+        (e["id"], e["kind"], e["text"], e.get("session", 0), e.get("family", ""), tuple(e.get("tags", ())),
          tuple(tuple(sorted(p.items())) for p in e["provenance"]))
         for e in region
     )
@@ -42,17 +43,6 @@ def op_mask(region: list[dict[str, Any]], max_entries: int) -> np.ndarray:
         mask[i, KEEP] = mask[i, MERGE] = True
         mask[i, ABSTRACT] = parse_procedure(entry) is not None
     return mask
-
-
-def entry_classes(region: list[dict[str, Any]]) -> np.ndarray:
-    """Per entry, the index of its class: its kind and its rule tags (verbatim, score-jump, location, ...),
-    numbered in order of first appearance. A ``tie: class`` policy plays one op per class."""
-    keys: dict[tuple[str, tuple[str, ...]], int] = {}
-    out = []
-    for entry in region:
-        tags = tuple(sorted(t for t in entry.get("tags", ()) if t in RULE_TAGS))
-        out.append(keys.setdefault((entry["kind"], tags), len(keys)))
-    return np.array(out, dtype=np.int64)
 
 
 def first_members(classes: np.ndarray) -> np.ndarray:

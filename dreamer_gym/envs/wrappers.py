@@ -2,14 +2,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from dreamer_gym.envs.group_evidence import entry_evidence
 from dreamer_gym.envs.spaces import text_space
 from dreamer_gym.envs.tools import TOOLS
+from dreamer_gym.errors import ConfigError
 from dreamer_gym.memory import KINDS
 from dreamer_gym.memory.tokens import count_tokens, tokenize
 from dreamer_gym.prompts import load_prompt
@@ -50,15 +53,45 @@ class PromptObservation(gym.ObservationWrapper, gym.utils.RecordConstructorArgs)
 
 
 # One column per feature, from the entry's kind, session, text length, provenance and the acquisition
-# writer's tags (never from its English); docs/env.md has the table.
+# writer's tags, then the evidence of its group (entry_classes) read off the goals the writer's sentences
+# name (group_evidence.py: where a merge would lose a task); docs/env.md has the table. Columns are only
+# ever appended, and a checkpoint records the list it was trained on (check_features).
+GROUP_FEATURES: tuple[str, ...] = ("group_goals", "goal_share", "group_support", "region_families")  # issue 31
 ENTRY_FEATURES: tuple[str, ...] = (
     *(f"is_{kind}" for kind in KINDS), "session", "tokens_div_100", "provenance_steps_div_10",
     "provenance_links", "verbatim", "variation_specific", "score_jump", "score_drop", "failure", "location",
-    "near_duplicates",
+    "near_duplicates", *GROUP_FEATURES,
 )
 _TAG_FEATURES = {"verbatim": "verbatim", "score_jump": "score-jump", "score_drop": "score-drop", "failure": "failure",
                  "location": "location"}
 RULE_TAGS = frozenset(_TAG_FEATURES.values())  # the tags the rules that write entries give them
+
+
+def check_features(trained_on: Sequence[str] | int, source: str) -> None:
+    """Raise unless a policy was trained on this version's :data:`ENTRY_FEATURES`: ``trained_on`` is the list
+    its checkpoint records, or only its observation width where the checkpoint records no list (saved before
+    issue 31 added :data:`GROUP_FEATURES`, or an SB3 model)."""
+    if isinstance(trained_on, int):
+        width, same = trained_on, trained_on == len(ENTRY_FEATURES)
+    else:
+        width, same = len(trained_on), tuple(trained_on) == ENTRY_FEATURES
+    if not same:
+        raise ConfigError(f"{source} was trained on {width} entry features, but this version's observation has "
+                          f"{len(ENTRY_FEATURES)} (issue 31 appended {', '.join(GROUP_FEATURES)}): the shapes do not "
+                          "match. Retrain it on this version (`dreamer-gym train --algo oplevel`, or `--algo sb3`)")
+
+
+def entry_classes(region: list[dict[str, Any]]) -> np.ndarray:
+    """Per entry, the index of its class: its kind and its rule tags (verbatim, score-jump, location, ...),
+    numbered in order of first appearance. A ``tie: class`` policy plays one op per class, GRPO's ``ops``
+    grammar lists one group per class, and the group features are computed over it (so it lives here,
+    below :mod:`dreamer_gym.envs.ops`, which re-exports it)."""
+    keys: dict[tuple[str, tuple[str, ...]], int] = {}
+    out = []
+    for entry in region:
+        tags = tuple(sorted(t for t in entry.get("tags", ()) if t in RULE_TAGS))
+        out.append(keys.setdefault((entry["kind"], tags), len(keys)))
+    return np.array(out, dtype=np.int64)
 
 
 def entry_features(region: list[dict[str, Any]], max_entries: int) -> np.ndarray:
@@ -78,6 +111,12 @@ def entry_features(region: list[dict[str, Any]], max_entries: int) -> np.ndarray
             feats[i, col[name]] = float(tag in tags)
     for i, count in enumerate(near_duplicate_counts(token_sets)[:max_entries]):
         feats[i, col["near_duplicates"]] = count
+    shown = region[:max_entries]
+    for i, evidence in enumerate(entry_evidence(shown, entry_classes(shown).tolist())):
+        feats[i, col["group_goals"]] = evidence.group_goals
+        feats[i, col["goal_share"]] = evidence.goal_share
+        feats[i, col["group_support"]] = evidence.group_support
+        feats[i, col["region_families"]] = evidence.region_families
     return np.clip(feats, 0.0, 1_000.0)
 
 

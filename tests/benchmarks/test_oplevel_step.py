@@ -15,7 +15,7 @@ import pytest
 
 import dreamer_gym  # noqa: F401 - registers the env ids
 from dreamer_gym.envs.ops import DROP, KEEP, MERGE, plan_calls
-from dreamer_gym.envs.wrappers import entry_features
+from dreamer_gym.envs.wrappers import ENTRY_FEATURES, entry_features
 from dreamer_gym.methods.oplevel.wrapper import OpLevelWrapper
 from paired import gate, interleaved
 
@@ -61,7 +61,7 @@ def test_rules_and_features(benchmark, env, perf):
 
     features, (calls, played) = benchmark(work)
     perf.record(benchmark, "op-level features + rules (39 entries)", unit="region")
-    assert features.shape == (50, 15) and len(calls) == 1 and calls[0]["tool"] == "emit"
+    assert features.shape == (50, len(ENTRY_FEATURES)) and len(calls) == 1 and calls[0]["tool"] == "emit"
     assert played == {"merge": 4, "drop": len(region) - 4}
 
 

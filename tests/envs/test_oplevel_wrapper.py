@@ -9,6 +9,7 @@ from gymnasium.utils.env_checker import check_env
 import dreamer_gym  # noqa: F401
 from dreamer_gym.consolidators import make_consolidator, run_episode
 from dreamer_gym.envs.ops import ABSTRACT, DROP, KEEP, MERGE, OPS
+from dreamer_gym.envs.wrappers import ENTRY_FEATURES
 from dreamer_gym.methods.oplevel.wrapper import OpLevelWrapper
 
 from helpers import make_env
@@ -28,7 +29,7 @@ def test_op_level_wrapper_passes_checker_and_masks_what_cannot_be_played(env: Op
     check_env(env, skip_render_check=True)
     obs, info = env.reset(seed=3)
     n, mask = info["n_entries"], info["action_mask"]
-    assert obs.shape == (50, 15) and mask.shape == (50, len(OPS)) and env.action_masks().shape == (50 * len(OPS),)
+    assert obs.shape == (50, len(ENTRY_FEATURES)) and mask.shape == (50, len(OPS)) and env.action_masks().shape == (50 * len(OPS),)
     assert mask[n:, DROP].all() and not mask[n:, 1:].any()  # padding: drop only
     procedures = [i for i, e in enumerate(info["region"]) if e["kind"] == "procedure"]
     assert procedures and all(mask[i, ABSTRACT] for i in procedures)

@@ -57,7 +57,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from dreamer_gym.envs.group_evidence import GroupEvidence, group_evidence
 from dreamer_gym.envs.ops import OPS, entry_classes, op_mask, plan_calls
+from dreamer_gym.memory.regions import parse_window
 from dreamer_gym.memory.tokens import count_tokens
 
 GROUP_OPS: tuple[str, ...] = ("drop", "keep", "merge", "abstract")  # the op-level wrapper's OPS, in its order
@@ -252,16 +254,40 @@ def region_listing(region: list[dict[str, Any]], preview_words: int = 14) -> str
     return "\n".join(lines)
 
 
+def group_evidence_label(evidence: GroupEvidence) -> str:
+    """The evidence part of a group line: ``3 tasks (majority 0.60), 2 families`` (how many distinct goals
+    the group's entries name; for procedures, the share of them whose goal is the majority's, which is all
+    ``merge`` keeps; families only where there are several)."""
+    parts = []
+    if evidence.tasks:
+        parts.append(f"{evidence.tasks} task{'s' if evidence.tasks > 1 else ''}"
+                     + (f" (majority {evidence.support:.2f})" if evidence.support is not None else ""))
+    if evidence.families > 1:
+        parts.append(f"{evidence.families} families")
+    return "".join(f", {p}" for p in parts)
+
+
+def group_goals(evidence: GroupEvidence, shown: int = 3) -> str:
+    """`` | tasks: GOAL (n); GOAL (n); +k more`` where a group names several goals, else empty."""
+    if evidence.tasks < 2:
+        return ""
+    listed = [f"{_preview(goal, 8)} ({n})" for goal, n in evidence.goals[:shown]]
+    more = [f"+{evidence.tasks - shown} more"] if evidence.tasks > shown else []
+    return " | tasks: " + "; ".join(listed + more)
+
+
 def group_listing(region: list[dict[str, Any]], groups: list[int], preview_words: int = 14) -> str:
-    """The region as lettered groups: kind and tags, how many entries and tokens, the first entry's first words."""
+    """The region as lettered groups: kind and tags, how many entries, the evidence of what a merge would
+    lose (:func:`group_evidence_label`), tokens, the first entry's first words, and the goals of a group that
+    names several (issue 31: without them, a group of one task and a group of five look alike)."""
     lines = []
-    for c in range(max(groups, default=-1) + 1):
+    for c, evidence in enumerate(group_evidence(region, groups)):
         members = [e for e, g in zip(region, groups) if g == c]
         tags = ",".join(t for t in members[0].get("tags", ()) if not t.startswith("variation:"))
         label = members[0]["kind"] + (f" [{tags}]" if tags else "")
         tokens = sum(count_tokens(e["text"]) for e in members)
-        lines.append(f"{CommandState.letter(c)}. {label} x{len(members)}, {tokens}t: "
-                     f"{_preview(members[0]['text'], preview_words)}")
+        lines.append(f"{CommandState.letter(c)}. {label} x{len(members)}{group_evidence_label(evidence)}, {tokens}t: "
+                     f"{_preview(members[0]['text'], preview_words)}{group_goals(evidence)}")
     return "\n".join(lines)
 
 
@@ -283,20 +309,38 @@ SYSTEM_PROMPTS: dict[str, str] = {
         "You consolidate an agent's memory. The region below is one task family's entries, in groups. Choose "
         "what to do with each group, then commit; a group not chosen is kept. Shorter memory is better when it "
         "keeps what matters.\nCommands, one per turn:\n  drop G - leave group G out\n  keep G - keep group G "
-        "as it is\n  merge G - fold group G into one consolidated entry (the steps most procedures share, "
-        "then the distinct facts and insights of every merged group)\n  abstract G - rewrite each procedure "
+        "as it is\n  merge G - fold group G into one consolidated entry (the steps most procedures share: of a "
+        "group of several tasks, only the majority task's, its share shown as majority; then the distinct facts "
+        "and insights of every merged group)\n  abstract G - rewrite each procedure "
         "of group G as its steps that most procedures share\n  commit - finish"
     ),
 }
 
 
+def region_heading(family: str) -> str:
+    """The listing's first words: ``Family: F.`` for a family region, ``Region: window:A-B.`` for a window
+    (its entries are several tasks', so it must not read as one family's)."""
+    return f"Region: {family}." if parse_window(family) is not None else f"Family: {family}."
+
+
+def system_prompt(grammar: str, family: str) -> str:
+    """``SYSTEM_PROMPTS[grammar]``, reworded for a window region (entries of several tasks, not one family's)."""
+    text = SYSTEM_PROMPTS[grammar]
+    if parse_window(family) is None:
+        return text
+    return (text.replace("one task family's entries", "what an agent wrote over a window of its sessions, "
+                         "entries of several tasks")
+            .replace("new tasks of this family", "new tasks like these"))
+
+
 def first_user_message(family: str, region: list[dict[str, Any]], max_turns: int, preview_words: int = 14,
                        grammar: str = "keep") -> str:
+    """The listing shown once: ``family`` is the region's key (a family, or ``window:A-B``)."""
     if grammar == "ops":
         groups = entry_classes(region).tolist() if region else []
-        return (f"Family: {family}. {len(region)} entries in {max(groups, default=-1) + 1} groups:\n"
+        return (f"{region_heading(family)} {len(region)} entries in {max(groups, default=-1) + 1} groups:\n"
                 f"{group_listing(region, groups, preview_words)}\nYou have {max_turns} turns.")
-    return (f"Family: {family}. {len(region)} entries:\n{region_listing(region, preview_words)}\n"
+    return (f"{region_heading(family)} {len(region)} entries:\n{region_listing(region, preview_words)}\n"
             f"You have {max_turns} turns.")
 
 
@@ -312,7 +356,7 @@ def result_message(result: str, error: str | None, kept: int, turns_left: int, c
 def prompt_ids(tokenizer: Any, family: str, region: list[dict[str, Any]], max_turns: int,
                preview_words: int = 14, grammar: str = "keep") -> list[int]:
     """The episode's prompt tokens: the instructions and the region listing, shown once; the assistant's turn."""
-    chat = [{"role": "system", "content": SYSTEM_PROMPTS[grammar]},
+    chat = [{"role": "system", "content": system_prompt(grammar, family)},
             {"role": "user", "content": first_user_message(family, region, max_turns, preview_words, grammar)}]
     ids = tokenizer.apply_chat_template(chat, tokenize=True, add_generation_prompt=True)
     return list(ids["input_ids"] if hasattr(ids, "keys") else ids)

@@ -15,7 +15,7 @@ import gymnasium as gym
 
 from dreamer_gym.consolidators.base import call
 from dreamer_gym.envs.ops import entry_classes, op_mask, plan_calls
-from dreamer_gym.envs.wrappers import entry_features
+from dreamer_gym.envs.wrappers import check_features, entry_features
 from dreamer_gym.errors import ConfigError
 
 
@@ -81,6 +81,7 @@ class SB3OpLevelConsolidator(OpsConsolidator):
         if not path.is_file():
             raise ConfigError(f"{checkpoint}: no MaskablePPO model there (expected maskable_ppo.zip)")
         self.model = MaskablePPO.load(path, device="cpu")
+        check_features(int(self.model.observation_space.shape[-1]), str(path))
         self.max_entries = int(self.model.observation_space.shape[0])
 
     def ops(self, info: dict[str, Any]) -> list[int]:

@@ -23,7 +23,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from dreamer_gym.envs.ops import DROP, MERGE, OPS, entry_classes, first_members
-from dreamer_gym.envs.wrappers import ENTRY_FEATURES
+from dreamer_gym.envs.wrappers import ENTRY_FEATURES, check_features
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.methods.oplevel.config import OpLevelConfig, RegionRunConfig  # noqa: F401 - RegionRunConfig: its old home
 from dreamer_gym.methods.oplevel.wrapper import OpLevelWrapper
@@ -83,7 +83,8 @@ class OpPolicy(nn.Module):
 
 def save_policy(policy: OpPolicy, config: OpLevelConfig, step: int, path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
-    torch.save({"state_dict": policy.state_dict(), "config": config.to_dict(), "step": step}, path / CHECKPOINT_FILE)
+    torch.save({"state_dict": policy.state_dict(), "config": config.to_dict(), "step": step,
+                "features": list(ENTRY_FEATURES)}, path / CHECKPOINT_FILE)
     return path
 
 
@@ -95,6 +96,7 @@ def load_policy(checkpoint: str | Path) -> tuple[OpPolicy, OpLevelConfig]:
         raise ConfigError(f"{checkpoint} is not an op-level checkpoint (no {CHECKPOINT_FILE}); pass a checkpoint-STEP "
                           "folder written by `dreamer-gym train --algo oplevel`")
     state = torch.load(path, map_location="cpu", weights_only=False)
+    check_features(state.get("features") or state["state_dict"]["net.0.weight"].shape[1] // 2, str(path))
     config = OpLevelConfig(**state["config"])
     policy = OpPolicy(hidden=config.hidden)
     policy.load_state_dict(state["state_dict"])
