@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from dreamer_gym.acquisition import AcquisitionConfig, acquire
+from dreamer_gym.acquisition import AcquisitionConfig, acquire, plan_episodes
 from dreamer_gym.errors import PoolHashMismatch
 from dreamer_gym.memory import MemoryBank, RegionScheme, Trajectory
 from dreamer_gym.memory.hashing import content_hash
@@ -162,11 +162,24 @@ def build_pool(
     gold_variations: int = 4,
     config: AcquisitionConfig | None = None,
     progress: bool = False,
+    bank_configs: tuple[AcquisitionConfig, ...] | None = None,
+    region_scheme: RegionScheme | None = None,
 ) -> BankPool:
-    """Run acquisition for each seed and collect what the env needs to run without replaying it."""
+    """Run acquisition for each seed and collect what the env needs to run without replaying it.
+
+    ``config`` is every bank's; ``bank_configs`` (one per seed) gives each bank its own writer and schedule, and
+    then each bank's plan is recorded as ``bank_meta``. ``region_scheme`` defaults to time windows (4 sessions,
+    stride 2) when any bank is ``interleaved``, else to families (the -v0 pools, whose hashes stay put).
+    """
     from tqdm.auto import tqdm
 
-    config = config or AcquisitionConfig(families=families)
+    if bank_configs is not None and len(bank_configs) != len(seeds):
+        raise ValueError(f"Expected `bank_configs` to hold one config per seed ({len(seeds)}), got "
+                         f"{len(bank_configs)}; pass one AcquisitionConfig per bank seed")
+    configs = bank_configs or (config or AcquisitionConfig(families=families),) * len(seeds)
+    if region_scheme is None:
+        interleaved = any(c.schedule == "interleaved" for c in configs)
+        region_scheme = RegionScheme(kind="window", sessions=4, stride=2) if interleaved else RegionScheme()
     gold: dict[EpisodeTask, tuple[str, ...]] = {}
 
     def gold_path(task: EpisodeTask) -> tuple[str, ...]:
@@ -175,10 +188,11 @@ def build_pool(
         return gold[task]
 
     banks, trajectories = [], {}
-    for seed in seeds:
-        bank, trajs = acquire(suite, config, seed, gold=gold_path, progress=progress)
+    for seed, bank_config in zip(seeds, configs):
+        bank, trajs = acquire(suite, bank_config, seed, gold=gold_path, progress=progress)
         banks.append(bank)
         trajectories.update({t.id: t for t in trajs})
+    meta = tuple(plan_episodes(c, s).meta(c) for s, c in zip(seeds, configs)) if bank_configs is not None else ()
     texts: dict[str, dict[str, dict[int, str]]] = {"dev": {}, "test": {}}
     for split in texts:
         for family in tqdm(families, desc=f"task texts ({split})", disable=not progress):
@@ -190,4 +204,5 @@ def build_pool(
         f: {v: gold_path(EpisodeTask(f, v)) for v in suite.variations(f, "train")[:gold_variations]}
         for f in families
     }
-    return BankPool(suite.name, families, tuple(banks), trajectories, texts, train_gold, tuple(seeds))
+    return BankPool(suite.name, families, tuple(banks), trajectories, texts, train_gold, tuple(seeds),
+                    region_scheme=region_scheme, bank_meta=meta)
