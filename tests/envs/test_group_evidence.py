@@ -14,6 +14,7 @@ from dreamer_gym.envs.op_rules import merge_text
 from dreamer_gym.envs.ops import entry_classes
 from dreamer_gym.envs.wrappers import ENTRY_FEATURES, GROUP_FEATURES, check_features, entry_features
 from dreamer_gym.errors import ConfigError
+from dreamer_gym.memory import MemoryEntry
 from dreamer_gym.memory.regions import select_region
 from dreamer_gym.methods.grpo.commands import SYSTEM_PROMPTS, first_user_message, system_prompt
 from dreamer_gym.methods.oplevel.trainer import CHECKPOINT_FILE, OpLevelConfig, OpPolicy, load_policy
@@ -120,17 +121,22 @@ def test_the_ops_listing_shows_tasks_majority_and_goals_and_names_a_window_a_reg
     assert "several tasks" in system_prompt("ops", "window:0-3")
 
 
+def _item(entry: MemoryEntry) -> dict:
+    """An ``info["region"]`` item with its family (whether or not this version's ``entry_dict`` adds it)."""
+    return {**entry_dict(entry), "family": entry.family}
+
+
 def test_a_family_region_keeps_its_heading_and_prompt_and_shows_one_task() -> None:
     pool = load_pool("scienceworld-v0")
     bank = pool.banks[0]
-    family = [entry_dict(bank.get(i)) for i in select_region(bank, "grow-plant").entry_ids]
+    family = [_item(bank.get(i)) for i in select_region(bank, "grow-plant").entry_ids]
     message = first_user_message("grow-plant", family, 6, grammar="ops")
     assert message.startswith("Family: grow-plant. ") and "| tasks:" not in message
     assert "procedure [verbatim] x4, 1 task (majority 1.00), " in message
     assert system_prompt("ops", "grow-plant") == SYSTEM_PROMPTS["ops"]
     assert first_user_message("grow-plant", family, 6).startswith("Family: grow-plant. ")
     # the same bank cut by time window: the procedures of several tasks sit in one group
-    window = [entry_dict(bank.get(i)) for i in select_region(bank, "window:2-3").entry_ids]
+    window = [_item(bank.get(i)) for i in select_region(bank, "window:2-3").entry_ids]
     groups = entry_classes(window).tolist()
     procedures = group_evidence(window, groups)[groups[[e["kind"] for e in window].index("procedure")]]
     assert procedures.tasks > 2 and procedures.support < 0.5 and procedures.families > 2
