@@ -153,3 +153,19 @@ def test_a_checkpoint_of_the_old_feature_width_fails_with_the_fix(tmp_path: Path
     torch.save({"state_dict": policy.state_dict(), "config": OpLevelConfig().to_dict(), "step": 7}, old / CHECKPOINT_FILE)
     with pytest.raises(ConfigError, match=r"checkpoint-7.*15 entry features.*Retrain"):
         load_policy(old)
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_docs_list_every_feature_and_quote_the_window_listing() -> None:
+    """docs/env.md's feature table has a row per ENTRY_FEATURES column; docs/grpo.md's window listing is what
+    first_user_message writes for bank 0 of scienceworld-v0 cut as window:2-3."""
+    table = (DOCS / "env.md").read_text()
+    assert [name for name in ENTRY_FEATURES if name not in table.replace("`, `", "` | `")] == []
+    assert all(f"| `{name}` |" in table for name in GROUP_FEATURES)
+    bank = load_pool("scienceworld-v0").banks[0]
+    window = [_item(bank.get(i)) for i in select_region(bank, "window:2-3").entry_ids]
+    page = (DOCS / "grpo.md").read_text()
+    quoted = first_user_message("window:2-3", window, 6, grammar="ops").splitlines()[:4]
+    assert [line for line in quoted if line not in page] == []
