@@ -16,6 +16,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from dreamer_gym.envs.op_rules import parse_procedure
@@ -39,10 +40,16 @@ def normal_goal(goal: str) -> str:
 def entry_goal(entry: dict[str, Any]) -> str | None:
     """The goal an entry was written for: a procedure's ``To GOAL:``, an insight's or pitfall's "trying to
     GOAL" / "An attempt to GOAL failed"; ``None`` for entries that name none (location facts)."""
-    procedure = parse_procedure(entry) if entry["kind"] == "procedure" else None
+    return _goal(entry["kind"], entry["text"])
+
+
+@lru_cache(maxsize=65_536)
+def _goal(kind: str, text: str) -> str | None:
+    """Cached by text: a training run meets the same entries again, and parsing a long procedure costs ~0.2 ms."""
+    procedure = parse_procedure({"id": "", "kind": kind, "text": text}) if kind == "procedure" else None
     if procedure is not None:
         return normal_goal(procedure.goal)
-    text = entry["text"].strip()
+    text = text.strip()
     for pattern in _GOAL_SENTENCES:
         found = pattern.match(text)
         if found:
@@ -69,9 +76,11 @@ class GroupEvidence:
         return len(self.goals)
 
 
-def group_evidence(region: Sequence[dict[str, Any]], groups: Sequence[int]) -> list[GroupEvidence]:
-    """Per group (in group order ``0..max(groups)``), its :class:`GroupEvidence`."""
-    goals = [entry_goal(e) for e in region]
+def group_evidence(region: Sequence[dict[str, Any]], groups: Sequence[int],
+                   goals: Sequence[str | None] | None = None) -> list[GroupEvidence]:
+    """Per group (in group order ``0..max(groups)``), its :class:`GroupEvidence` (``goals``: each entry's
+    :func:`entry_goal`, where the caller has them)."""
+    goals = [entry_goal(e) for e in region] if goals is None else goals
     out = []
     for c in range(max(groups, default=-1) + 1):
         members = [i for i, g in enumerate(groups) if g == c]
@@ -99,12 +108,12 @@ class EntryEvidence:
 
 def entry_evidence(region: Sequence[dict[str, Any]], groups: Sequence[int]) -> list[EntryEvidence]:
     """Per entry, its :class:`EntryEvidence` (the op-level features' group columns)."""
-    evidence = group_evidence(region, groups)
+    goals = [entry_goal(e) for e in region]
+    evidence = group_evidence(region, groups, goals)
     families = len({e.get("family", "") for e in region} - {""})
     out = []
-    for entry, c in zip(region, groups):
+    for goal, c in zip(goals, groups):
         group = evidence[c]
-        goal = entry_goal(entry)
         named = sum(n for _, n in group.goals)
         share = dict(group.goals).get(goal, 0) / named if goal is not None and named else 0.0
         support = 1.0 if group.support is None else group.support
