@@ -25,6 +25,7 @@ from typing import Any
 import gymnasium as gym
 
 from dreamer_gym.consolidators.base import call
+from dreamer_gym.memory import parse_window
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.suites import OracleProcedure, SuiteSpec, get_suite_spec
 
@@ -69,9 +70,19 @@ def _goal(env: gym.Env, family: str, procedure: OracleProcedure | None) -> str:
     return _family_task(env, family)
 
 
-def _anchor(info: dict[str, Any]) -> list[str]:
-    procs = [e["id"] for e in info["region"] if e["kind"] == "procedure"]
-    return (procs or [e["id"] for e in info["region"]])[:8]
+def _anchor(info: dict[str, Any], family: str | None = None) -> list[str]:
+    """Region entries an oracle entry cites: procedures first; with ``family``, that family's only (a window
+    region files a new entry under the family its evidence was written for)."""
+    region = [e for e in info["region"] if family is None or e.get("family") == family] or info["region"]
+    procs = [e["id"] for e in region if e["kind"] == "procedure"]
+    return (procs or [e["id"] for e in region])[:8]
+
+
+def region_families(info: dict[str, Any]) -> list[str]:
+    """The families a region holds: its own on a family region, every one written in a window region."""
+    if parse_window(info["family"]) is None:
+        return [info["family"]]
+    return sorted({e["family"] for e in info["region"]})
 
 
 class OracleConsolidator:
@@ -110,8 +121,10 @@ class OracleConsolidator:
         if not info["region"]:
             yield call("commit")
             return
-        for kind, text in self.texts(env, info["family"]):
-            yield call("emit", kind=kind, text=text, provenance=_anchor(info))
+        windows = parse_window(info["family"]) is not None
+        for family in region_families(info):
+            for kind, text in self.texts(env, family):
+                yield call("emit", kind=kind, text=text, provenance=_anchor(info, family if windows else None))
         yield call("commit")
 
 

@@ -17,7 +17,7 @@ from dreamer_gym.envs.observation import RegionView, entry_dict
 from dreamer_gym.envs.spaces import ToolCallSpace, sanitize, text_space
 from dreamer_gym.envs.tools import TOOLS, ToolError, Workspace, parse_action
 from dreamer_gym.errors import ConfigError, FrozenParameterError, RewardServiceError
-from dreamer_gym.memory import MemoryBank, select_by_family
+from dreamer_gym.memory import MemoryBank, bank_at, select_region
 from dreamer_gym.service import (
     CommitRequest,
     CommitResult,
@@ -32,7 +32,7 @@ from dreamer_gym.suites.registry import check_available
 REGION_CHARS = 32_768
 RESULT_CHARS = 8_192
 ACTION_CHARS = 16_384
-RESET_OPTIONS: tuple[str, ...] = ("bank", "family")
+RESET_OPTIONS: tuple[str, ...] = ("bank", "family", "region")
 
 
 class ConsolidationEnv(gym.Env[dict[str, Any], str]):
@@ -154,14 +154,15 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
 
     # --- gym API -------------------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """``options``: ``{"bank": i, "family": name}``, both optional; bad ones raise ``ConfigError``."""
+        """``options``: ``{"bank": i, "region": key}``, both optional (``"family": name`` is the same as
+        ``"region"`` on a pool cut by family); bad ones raise ``ConfigError``."""
         super().reset(seed=seed)
         pool, rng = self.pool, self.np_random
         bank_index, family = self._choose_region(options, rng)
         episode_seed = int(rng.integers(2**63 - 1))  # the service derives the evaluation draw from it
         ticket = self.service.open(bank_index, family, episode_seed)  # its token commits this episode, once
-        bank = pool.banks[bank_index]
-        region = select_by_family(bank, family, self.config.max_region_entries)
+        bank = bank_at(pool.banks[bank_index], family)  # a window's: the bank when the window closed
+        region = select_region(bank, family, self.config.max_region_entries)
         if not self.store.has_bank(bank.hash):  # first use of this bank: store it with its evidence
             self.store.put_trajectories(pool.trajectories.values())
             self.store.put_bank(bank, meta={"pool": pool.hash, "index": bank_index})
@@ -194,13 +195,20 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < n_banks:
             raise ConfigError(f"Expected `options['bank']` to be an int in [0, {n_banks - 1}] (the pool holds "
                               f"{n_banks} banks), got {index!r}")
-        families = sorted({e.family for e in self.pool.banks[int(index)]})
-        family = options.get("family")
-        if family is None:
-            family = families[int(rng.integers(len(families)))]
-        elif family not in families:
-            raise ConfigError(f"Expected `options['family']` to be one of {families}, got {family!r}")
-        return int(index), family
+        keys = self.pool.region_keys(int(index))  # a family pool: its families, sorted; a window pool: windows
+        windows = self.pool.region_scheme.kind == "window"
+        if options.get("family") is not None and options.get("region") is not None:
+            raise ConfigError("Pass `options['region']` or `options['family']`, not both")
+        if windows and options.get("family") is not None:
+            raise ConfigError(f"This pool cuts its banks into time windows, not families: pass "
+                              f"`options['region']`, one of {list(keys)}")
+        name = "region" if options.get("region") is not None else "family"
+        key = options.get(name)
+        if key is None:
+            key = keys[int(rng.integers(len(keys)))]
+        elif key not in keys:
+            raise ConfigError(f"Expected `options[{name!r}]` to be one of {list(keys)}, got {key!r}")
+        return int(index), key
 
     def step(self, action: str):
         obs, reward, terminated, truncated, info = self.act(action)
@@ -310,7 +318,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
             "family": None if ws is None else ws.family,
             # which bank v0 the region comes from: GRPO groups and logs key on it (the hash names it exactly)
             "bank": None if ws is None else self._bank_index,
-            "bank_hash": None if ws is None else self.pool.banks[self._bank_index].hash,
+            "bank_hash": None if ws is None else ws.bank.hash,
             "last_error": self._last_error,
             "invalid_calls": self._invalid,
             "tool_calls_left": max(self._calls_left, 0),

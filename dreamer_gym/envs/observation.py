@@ -18,7 +18,7 @@ _UNCAPPED = 1 << 40  # sanitize() without a length cap
 
 def entry_dict(entry: MemoryEntry) -> dict[str, Any]:
     """One ``info["region"]`` item: plain data for non-text policies."""
-    return {"id": entry.id, "kind": entry.kind, "text": entry.text,
+    return {"id": entry.id, "kind": entry.kind, "text": entry.text, "family": entry.family,
             "provenance": [p.to_dict() for p in entry.provenance], "session": entry.session,
             "tags": list(entry.tags)}
 

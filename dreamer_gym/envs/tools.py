@@ -7,6 +7,7 @@ what depends on the region and the episode (ids in the region, budgets, token li
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from dreamer_gym.contract.definition import CHARS_PER_TOKEN
 from dreamer_gym.envs.toolspec import LATEST_CONTRACT, MAX_PROVENANCE, SPECS, V0_PROVENANCE_SEEN, argument_error, check_contract, prompt_lines
 from dreamer_gym.memory import BM25Retriever, MemoryBank, MemoryEntry, Provenance, Trajectory, count_tokens
-from dreamer_gym.memory.regions import Region
+from dreamer_gym.memory.regions import Region, parse_window
 
 # tool name -> the one line the prompts show (generated from the declarations in toolspec)
 TOOLS: dict[str, str] = prompt_lines()
@@ -86,6 +87,18 @@ class Workspace:
         self.entries: dict[str, MemoryEntry] = {i: self.bank.get(i) for i in self.region.entry_ids}  # type: ignore[misc]
         self.linked: set[str] = {p.trajectory_id for e in self.entries.values() for p in e.provenance}
         self._retriever = BM25Retriever(list(self.entries.values()))
+
+    def entry_family(self, provenance: tuple[Provenance, ...]) -> str:
+        """The family an emitted entry is filed under: the region's, or on a window region (which mixes
+        tasks) the family most of its cited trajectories were played for (ties: the first in name order;
+        no citation: the region's most common family)."""
+        if parse_window(self.family) is None:
+            return self.family
+        cited = Counter(self.trajectories[p.trajectory_id].family for p in provenance
+                        if p.trajectory_id in self.trajectories)
+        if not cited:
+            cited = Counter(e.family for e in self.entries.values())
+        return min(cited, key=lambda f: (-cited[f], f)) if cited else ""
 
     # The methods take arguments that parse_action has checked against the tool contract.
     def _entry(self, args: dict[str, Any]) -> MemoryEntry:
@@ -169,7 +182,8 @@ class Workspace:
             raise ToolError(f"entry has {len(text)} characters; the limit is {self.max_entry_tokens * CHARS_PER_TOKEN}")
         provenance = self._provenance(args["provenance"])
         self._check_room()
-        entry = MemoryEntry(kind, text, self.family, ("consolidated",), provenance, supersedes=self.region.entry_ids)
+        entry = MemoryEntry(kind, text, self.entry_family(provenance), ("consolidated",), provenance,
+                            supersedes=self.region.entry_ids)
         if entry.id in {e.id for e in self.emitted} or entry.id in self.entries:
             raise ToolError(f"entry {entry.id} is already in the region or the new region: use keep")
         self.emitted.append(entry)

@@ -97,6 +97,18 @@ def select_region(bank: MemoryBank, key: str, max_entries: int | None = None) ->
     return select_by_family(bank, key, max_entries)
 
 
+def bank_at(bank: MemoryBank, key: str) -> MemoryBank:
+    """The bank a region is consolidated in: the whole bank for a family region; for ``window:A-B`` the bank
+    as it stood when the window closed (the entries of sessions up to B). Consolidation runs at the end of
+    a window, when later sessions have not happened: with them in the bank, every task of the window is
+    covered by later raw copies and deleting the window costs nothing (measured: ``empty`` was the best
+    rule on 53% of windows of the whole bank)."""
+    window = parse_window(key)
+    if window is None:
+        return bank
+    return MemoryBank(e for e in bank if e.session <= window[1])
+
+
 def region_task_mix(bank: MemoryBank, region: Region) -> dict[str, int]:
     """Per family, how many of the agent's episodes wrote the region's entries: the proportions in which the
     agent met the region's tasks (what a window region's evaluation episodes are drawn by)."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dreamer_gym.errors import RewardServiceError
-from dreamer_gym.memory import MemoryBank, MemoryEntry, Trajectory
+from dreamer_gym.memory import MemoryBank, MemoryEntry, RegionScheme, Trajectory
 
 SERVICE_OPERATIONS: tuple[str, ...] = ("public_pool", "open", "commit", "commit_many", "commit_joint", "finish",
                                        "stats")
@@ -40,6 +40,11 @@ class PublicPool:
     families: tuple[str, ...]
     banks: tuple[MemoryBank, ...]
     trajectories: dict[str, Trajectory]
+    region_scheme: RegionScheme = field(default_factory=RegionScheme)  # how banks are cut into regions
+
+    def region_keys(self, bank_index: int) -> tuple[str, ...]:
+        """The region keys of one bank (families, or ``window:A-B`` on a window pool)."""
+        return self.region_scheme.keys(self.banks[bank_index])
 
 
 @dataclass(frozen=True)

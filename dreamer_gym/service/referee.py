@@ -12,6 +12,8 @@ ledger that only :meth:`finish` hands out, once, after which it refuses commits;
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -23,7 +25,16 @@ from dreamer_gym.contract.frozen import budgets, comparable_id, reward_definitio
 from dreamer_gym.contract.reward import reward_from_results, size_term
 from dreamer_gym.errors import EvaluationFailed, RewardServiceError
 from dreamer_gym.evaluation import EvalEpisode, Evaluator
-from dreamer_gym.memory import MemoryBank, MemoryEntry, count_tokens, select_by_family
+from dreamer_gym.memory import (
+    MemoryBank,
+    MemoryEntry,
+    Region,
+    bank_at,
+    count_tokens,
+    parse_window,
+    region_task_mix,
+    select_region,
+)
 from dreamer_gym.pool import BankPool, load_or_build_pool
 from dreamer_gym.service.messages import CommitRequest, CommitResult, EpisodeTicket, PublicPool
 from dreamer_gym.service.tickets import TicketBook
@@ -38,13 +49,48 @@ def draw_episodes(pool: BankPool, family: str, split: str, in_family: int, other
     own = list(pool.variations(family, split))
     picks = [own[i] for i in sorted(rng.choice(len(own), size=min(in_family, len(own)), replace=False))]
     episodes = [EvalEpisode(EpisodeTask(family, v), pool.description(EpisodeTask(family, v), split)) for v in picks]
-    others = [f for f in pool.families if f != family]
-    for _ in range(other if others else 0):
+    return episodes + other_episodes(pool, {family}, split, other, rng)
+
+
+def other_episodes(pool: BankPool, own: Collection[str], split: str, n: int,
+                   rng: np.random.Generator) -> list[EvalEpisode]:
+    """``n`` episodes of families not in ``own`` (each drawn family first, then a variation of it): the
+    draws that punish an entry hijacking retrieval for other tasks."""
+    others = [f for f in pool.families if f not in own]
+    episodes = []
+    for _ in range(n if others else 0):
         fam = others[int(rng.integers(len(others)))]
         vs = pool.variations(fam, split)
         task = EpisodeTask(fam, vs[int(rng.integers(len(vs)))])
         episodes.append(EvalEpisode(task, pool.description(task, split)))
     return episodes
+
+
+def allocate(mix: dict[str, int], n: int, rng: np.random.Generator) -> list[str]:
+    """``n`` families in proportion to ``mix`` by systematic sampling: each family gets the floor or the
+    ceiling of its expected count (far less variance than ``n`` independent draws), one uniform draw."""
+    families = sorted(f for f, w in mix.items() if w > 0)
+    if not families or n < 1:
+        return []
+    bounds = np.cumsum([mix[f] for f in families]) / sum(mix[f] for f in families)
+    points = (rng.random() + np.arange(n)) / n
+    return [families[min(int(np.searchsorted(bounds, p, side="right")), len(families) - 1)] for p in points]
+
+
+def draw_window_episodes(pool: BankPool, mix: dict[str, int], split: str, in_region: int, other: int,
+                         rng: np.random.Generator) -> list[EvalEpisode]:
+    """A window region's evaluation draw: ``in_region`` episodes of the region's tasks, in the proportions
+    the agent met them (``mix``: family -> episodes; :func:`allocate`), distinct variations within a family
+    while they last; then ``other`` episodes of families the window does not hold, as :func:`draw_episodes`."""
+    counts = Counter(allocate(mix, in_region, rng))
+    episodes = []
+    for family in sorted(counts):
+        own = list(pool.variations(family, split))
+        order = [own[i] for i in rng.permutation(len(own))]
+        for k in range(counts[family]):
+            task = EpisodeTask(family, order[k % len(order)])
+            episodes.append(EvalEpisode(task, pool.description(task, split)))
+    return episodes + other_episodes(pool, set(mix), split, other, rng)
 
 
 def require_complete(before: list[EpisodeResult], after: list[EpisodeResult]) -> None:
@@ -78,6 +124,7 @@ class Referee:
         self._store: Store | None = None
         self._evaluator: Evaluator | None = None
         self._ledger: list[dict[str, Any]] = []
+        self._snapshot_cache: dict[tuple[int, str], MemoryBank] = {}  # (bank, window) -> bank_at
         self._sealed = False
         self._comparable_id = comparable_id(config)
 
@@ -99,15 +146,16 @@ class Referee:
     # --- requests ----------------------------------------------------------------------------------------------
     def public_pool(self) -> PublicPool:
         pool = self.pool
-        return PublicPool(pool.suite, pool.hash, pool.families, pool.banks, dict(pool.trajectories))
+        return PublicPool(pool.suite, pool.hash, pool.families, pool.banks, dict(pool.trajectories), pool.region_scheme)
 
     def open(self, bank_index: int, family: str, seed: int) -> EpisodeTicket:
         """Start an episode on region (``bank_index``, ``family``) whose evaluation draw comes from reset
         ``seed``: the ticket whose token its commit carries. A track opens each region once."""
         self._refuse_if_sealed()
-        old = self._bank(bank_index)
-        if not isinstance(family, str) or not select_by_family(old, family, self.config.max_region_entries).entry_ids:
-            raise RewardServiceError(f"open: bank {bank_index} has no entries of family {family!r}")
+        old = self._bank(bank_index, family)
+        if not isinstance(family, str) or not select_region(old, family, self.config.max_region_entries).entry_ids:
+            raise RewardServiceError(f"open: bank {bank_index} has no region {family!r} (no entries of that family, "
+                                     "or of that window of sessions)")
         return self._tickets.open(int(bank_index), family, seed)
 
     def reopen(self, tickets: list[tuple[str, int, str, int]]) -> None:
@@ -149,6 +197,9 @@ class Referee:
             raise RewardServiceError("a joint commit needs at least one request")
         if len({r.bank_index for r in requests}) != 1:
             raise RewardServiceError(f"a joint commit is on one bank, got banks {sorted({r.bank_index for r in requests})}")
+        if any(parse_window(r.family) is not None for r in requests):
+            raise RewardServiceError("a joint commit's regions are families; window regions overlap, so each "
+                                     "commits on its own")
         if len({r.family for r in requests}) != len(requests):
             raise RewardServiceError(f"a joint commit's regions must be disjoint (one family each), got "
                                      f"{[r.family for r in requests]}")
@@ -190,16 +241,33 @@ class Referee:
     def _prepare(self, request: CommitRequest) -> tuple[MemoryBank, MemoryBank, tuple[str, ...], list[EvalEpisode]]:
         """Bank v0 and v1, the region's ids and the evaluation episodes of one commit (checked)."""
         cfg, pool = self.config, self.pool
-        old = self._bank(request.bank_index)
+        old = self._bank(request.bank_index, request.family)
         seed = self._tickets.check(request.bank_index, request.family, request.token)
-        region = select_by_family(old, request.family, cfg.max_region_entries)
+        region = select_region(old, request.family, cfg.max_region_entries)
         if not region.entry_ids:
-            raise RewardServiceError(f"bank {request.bank_index} has no entries of family {request.family!r}")
+            raise RewardServiceError(f"bank {request.bank_index} has no region {request.family!r}")
         self._check_region(old, region.entry_ids, request)
         new = old.replace(region.entry_ids, request.emitted)
-        episodes = draw_episodes(pool, request.family, cfg.split, cfg.eval_in_family, cfg.eval_other,
-                                 np.random.default_rng(seed))
+        rng = np.random.default_rng(seed)
+        if parse_window(request.family) is None:
+            episodes = draw_episodes(pool, request.family, cfg.split, cfg.eval_in_family, cfg.eval_other, rng)
+        else:
+            episodes = draw_window_episodes(pool, self._task_mix(old, region), cfg.split, cfg.eval_in_family,
+                                            cfg.eval_other, rng)
         return old, new, region.entry_ids, episodes
+
+    def _task_mix(self, bank: MemoryBank, region: Region) -> dict[str, int]:
+        """The region's tasks the evaluation can play (a family without DEV/TEST variations in this pool
+        is left out), in the proportions the agent met them."""
+        return {f: n for f, n in region_task_mix(bank, region).items()
+                if self.pool.variations(f, self.config.split)}
+
+    def _region_families(self, request: CommitRequest) -> frozenset[str]:
+        """The families whose episodes count as the region's own (``in_family`` of the reward rule)."""
+        if parse_window(request.family) is None:
+            return frozenset({request.family})
+        old = self._bank(request.bank_index, request.family)
+        return frozenset(self._task_mix(old, select_region(old, request.family, self.config.max_region_entries)))
 
     def _score(self, request: CommitRequest, old: MemoryBank, new: MemoryBank, region_ids: tuple[str, ...],
                episodes: list[EvalEpisode], before: list[EpisodeResult], after: list[EpisodeResult]) -> CommitResult:
@@ -207,7 +275,8 @@ class Referee:
         after = before if new == old else after
         tokens = (sum(count_tokens(old.get(i).text) for i in region_ids),  # type: ignore[union-attr]
                   sum(count_tokens(e.text) for e in request.emitted))
-        in_family = [e.task.family == request.family for e in episodes]
+        own = self._region_families(request)
+        in_family = [e.task.family in own for e in episodes]
         reward = reward_from_results(before, after, tokens[0], tokens[1], cfg.size_coef, in_family)
         sizes = {"size_before": {"entries": len(region_ids), "tokens": tokens[0]},
                  "size_after": {"entries": len(request.emitted), "tokens": tokens[1]}}
@@ -282,15 +351,27 @@ class Referee:
         if self._sealed:
             raise RewardServiceError("this track's results were handed out (finish()); it takes no more commits")
 
-    def _bank(self, index: int) -> MemoryBank:
+    def _bank(self, index: int, key: str | None = None) -> MemoryBank:
+        """Bank v0 of a commit on region ``key`` (a window's: the bank when the window closed, ``bank_at``)."""
         banks = self.pool.banks
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < len(banks):
             raise RewardServiceError(f"`bank_index` must be an int in [0, {len(banks) - 1}], got {index!r}")
-        return banks[int(index)]
+        return banks[int(index)] if not isinstance(key, str) else self._snapshots(int(index), key)
+
+    def _snapshots(self, index: int, key: str) -> MemoryBank:
+        """:func:`bank_at`, kept per (bank, window): rebuilding a bank hashes every entry id again."""
+        if parse_window(key) is None:
+            return self.pool.banks[index]
+        if (index, key) not in self._snapshot_cache:
+            self._snapshot_cache[(index, key)] = bank_at(self.pool.banks[index], key)
+        return self._snapshot_cache[(index, key)]
 
     def _check_region(self, old: MemoryBank, region_ids: tuple[str, ...], request: CommitRequest) -> None:
         """The env's tools enforce these limits; the referee checks them again on what it is asked to score."""
         cfg, ids, region = self.config, set(), set(region_ids)
+        # a window region mixes tasks: a new entry may be filed under any family the window holds
+        families = ({request.family} if parse_window(request.family) is None
+                    else {old.get(i).family for i in region_ids})  # type: ignore[union-attr]
         new = 0
         for e in request.emitted:
             if not isinstance(e, MemoryEntry):
@@ -304,8 +385,9 @@ class Referee:
                     raise RewardServiceError(f"kept entry {e.id} differs from the region's")
                 continue
             new += 1
-            if e.family != request.family:
-                raise RewardServiceError(f"new entry {e.id} is of family {e.family!r}, not the region's {request.family!r}")
+            if e.family not in families:
+                raise RewardServiceError(f"new entry {e.id} is of family {e.family!r}, not one of region "
+                                         f"{request.family!r}'s {sorted(families)}")
             if count_tokens(e.text) > cfg.max_entry_tokens or len(e.text) > cfg.max_entry_tokens * CHARS_PER_TOKEN:
                 raise RewardServiceError(f"new entry {e.id} is over max_entry_tokens={cfg.max_entry_tokens}")
         if new > cfg.max_emitted:

@@ -23,6 +23,7 @@ fitted on the selection draws' best rules and scored on the held-out draw, like 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -36,6 +37,7 @@ from dreamer_gym.consolidators.base import call
 from dreamer_gym.envs.op_rules import parse_procedure
 from dreamer_gym.envs.ops import ABSTRACT, DROP, KEEP, MERGE, plan_calls
 from dreamer_gym.errors import ConfigError
+from dreamer_gym.memory.regions import parse_window
 from dreamer_gym.memory.tokens import count_tokens
 from dreamer_gym.studies.validity import make_study_env
 
@@ -62,7 +64,7 @@ RULES: tuple[str, ...] = (*REGISTERED_RULES, *OP_RULES)
 MERGING_RULES: tuple[str, ...] = ("merge-all", "consensus", "merge-procedures", "merge-procedures-keep-facts",
                                   "abstract-procedures")
 FEATURES: tuple[str, ...] = ("entries", "tokens", "procedure_share", "insight_share", "distinct_goals",
-                             "distinct_trajectories", "sessions")
+                             "distinct_trajectories", "sessions", "families", "majority_family_share")
 TIE = 1e-9  # rewards closer than this are equal (a rule "agrees" with the best where it scores within TIE of it)
 
 
@@ -104,8 +106,15 @@ class LearnabilityConfig:
     seed: int = field(default=0, metadata={"help": "the reset seeds' base and the bootstrap's seed"})
     bootstrap_resamples: int = field(default=2000, metadata={"help": "resamples of the gap's bootstrap CI"})
     workers: int = field(default=0, metadata={"help": "evaluation worker processes (0 = in-process)"})
+    env_kwargs: dict[str, Any] = field(default_factory=dict, metadata={
+        "help": "env settings over the id's (e.g. a pool with window regions: {\"pool\": \"scienceworld-windows-v0\", "
+                "\"pool_hash\": null}); one that changes the reward makes the study not comparable to the id"})
+    max_regions: int | None = field(default=None, metadata={
+        "help": "study a seeded sample of this many regions (None: every region the config names)"})
 
     def __post_init__(self) -> None:
+        if self.max_regions is not None and self.max_regions < 2:
+            raise ConfigError(f"Expected `max_regions` >= 2 or None, got {self.max_regions}")
         if self.draws < 2:
             raise ConfigError(f"Expected `draws` >= 2 (one draw chooses, another scores), got {self.draws}")
         if len(self.rules) < 2 or len(set(self.rules)) != len(self.rules):
@@ -131,21 +140,34 @@ def region_features(region: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     n = len(region)
     goals = {p.goal.lower() for p in map(parse_procedure, region) if p is not None}
     trajectories = {p["trajectory_id"] for e in region for p in e["provenance"]}
+    families = Counter(e.get("family", "") for e in region)
     return {"entries": float(n), "tokens": float(sum(count_tokens(e["text"]) for e in region)),
             "procedure_share": sum(e["kind"] == "procedure" for e in region) / max(n, 1),
             "insight_share": sum(e["kind"] == "insight" for e in region) / max(n, 1),
             "distinct_goals": float(len(goals)), "distinct_trajectories": float(len(trajectories)),
-            "sessions": float(len({e.get("session", 0) for e in region}))}
+            "sessions": float(len({e.get("session", 0) for e in region})),
+            "families": float(len(families)), "majority_family_share": max(families.values(), default=0) / max(n, 1)}
 
 
 def study_regions(pool: Any, config: LearnabilityConfig) -> list[tuple[str, int]]:
-    """``(family, bank)`` of every region the config names that the pool holds."""
-    families = config.families or pool.families
+    """``(region key, bank)`` of every region the config names that the pool holds: on a pool cut by family
+    the key is the family; on a window pool every ``window:A-B`` of the banks (``families`` does not apply).
+    With ``max_regions``, a sample drawn from ``seed``, in pool order."""
     banks = config.banks if config.banks is not None else tuple(range(len(pool.banks)))
-    regions = [(f, b) for f in families for b in banks if any(e.family == f for e in pool.banks[b])]
+    if pool.region_scheme.kind == "window":
+        if config.families:
+            raise ConfigError("`families` selects regions of a pool cut by family; this pool's regions are time "
+                              "windows: drop `families` (or use `banks`, `max_regions`)")
+        regions = [(key, b) for b in banks for key in pool.region_keys(b)]
+    else:
+        families = config.families or pool.families
+        regions = [(f, b) for f in families for b in banks if any(e.family == f for e in pool.banks[b])]
     if not regions:
-        raise ConfigError(f"No region: no bank of {list(banks)} holds a family of {list(families)}; check "
+        raise ConfigError(f"No region: no bank of {list(banks)} holds a region the config names; check "
                           "`families` and `banks` against the pool")
+    if config.max_regions is not None and len(regions) > config.max_regions:
+        picked = np.random.default_rng(config.seed).choice(len(regions), size=config.max_regions, replace=False)
+        regions = [regions[i] for i in sorted(picked)]
     return regions
 
 
@@ -153,21 +175,21 @@ def collect(config: LearnabilityConfig, progress: bool = True) -> dict[str, Any]
     """Every rule on every region under every draw: one record per (family, bank, draw, rule)."""
     from tqdm.auto import tqdm
 
-    env, comparable = make_study_env(config.env_id, config.workers)
+    env, comparable = make_study_env(config.env_id, config.workers, dict(config.env_kwargs))
     try:
         pool = env.unwrapped.pool
         regions = study_regions(pool, config)
         jobs = [(f, b, d, r) for f, b in regions for d in range(config.draws) for r in config.rules]
         records, features = [], {}
         for family, bank, draw, rule in tqdm(jobs, desc="learnability", disable=not progress):
-            options = {"family": family, "bank": bank}
+            options = {"region": family, "bank": bank}  # a family pool's key is its family
             info = run_episode(env, make_rule(rule), seed=config.reset_seed(draw, bank), options=options)
             if (family, bank) not in features:
                 features[(family, bank)] = region_features(env.reset(seed=0, options=options)[1]["region"])
             records.append({"family": family, "bank": bank, "draw": draw, "rule": rule, "reward": info["return"],
                             "in_family": info["score_delta_parts"]["in_family"],
                             "size": info["reward_components"]["size"], "tokens": info["size_after"]["tokens"],
-                            "episodes": [[e["family"], e["variation"]] for e in info["episodes"]]})
+                            "episodes": [[e["family"], e["variation"], e["in_family"]] for e in info["episodes"]]})
         cfg = env.unwrapped.config
         setting = {"env_id": config.env_id, "comparable": comparable, "split": cfg.split, "pool_hash": pool.hash,
                    "banks": len(pool.banks), "eval_in_family": int(cfg.eval_in_family),
@@ -312,7 +334,8 @@ def summarise(data: Mapping[str, Any], config: LearnabilityConfig) -> dict[str, 
     rules = list(config.rules)
     scores = score_table(data["records"], regions, rules, config.draws)
     fit = crossfit(scores)
-    strata = [f for f, _ in regions]
+    # the bootstrap's strata: a family pool's regions by family; a window pool's by bank (keys repeat across banks)
+    strata = [f if parse_window(f) is None else f"bank {b}" for f, b in regions]
     lo, hi = bootstrap_gap(scores, strata, config.bootstrap_resamples, config.seed)
     mean = scores.mean(axis=2)
     best = _argmax(mean)  # per region, on every draw: the share table's label
@@ -331,7 +354,8 @@ def summarise(data: Mapping[str, Any], config: LearnabilityConfig) -> dict[str, 
                              "best": float(d.max())}
     x = np.array([[r[f] for f in FEATURES] for r in data["regions"]], dtype=float)
     noise = float(np.mean(np.abs(scores[:, :, 0] - scores[:, :, 1])))
-    episodes = {(r["family"], r["bank"], r["draw"]): [tuple(e) for e in r["episodes"] if e[0] == r["family"]]
+    episodes = {(r["family"], r["bank"], r["draw"]): [tuple(e[:2]) for e in r["episodes"]
+                                                        if (e[2] if len(e) > 2 else e[0] == r["family"])]
                 for r in data["records"] if r["rule"] == rules[0]}
     overlap = float(np.mean([len(set(episodes[(f, b, 0)]) & set(episodes[(f, b, 1)])) / max(len(episodes[(f, b, 0)]), 1)
                              for f, b in regions]))

@@ -222,7 +222,7 @@ def test_reset_options_choose_bank_and_family(shared_env, pool):
         ({"bank": True}, r"`options\['bank'\]` to be an int.*got True"),
         ({"family": "juggling"}, r"`options\['family'\]` to be one of \['chemistry-mix', .*got 'juggling'"),
         ({"family": ""}, r"`options\['family'\]` to be one of .*got ''"),
-        ({"famliy": "grow-plant"}, r"Unknown reset option\(s\) \['famliy'\]; the options are \['bank', 'family'\]"),
+        ({"famliy": "grow-plant"}, r"Unknown reset option\(s\) \['famliy'\]; the options are \['bank', 'family', 'region'\]"),
     ],
     ids=["bank-too-big", "bank-negative", "bank-str", "bank-float", "bank-bool", "family-unknown", "family-empty",
          "unknown-key"],
@@ -234,7 +234,7 @@ def test_bad_reset_options_raise_config_error(shared_env, options, match):
 
 
 def test_reset_options_must_be_a_dict(shared_env):
-    with pytest.raises(ConfigError, match="`options` to be a dict with keys \\['bank', 'family'\\] or None, got list"):
+    with pytest.raises(ConfigError, match="`options` to be a dict with keys \\['bank', 'family', 'region'\\] or None, got list"):
         shared_env.reset(seed=0, options=["bank", 1])
 
 
