@@ -49,6 +49,11 @@ TOPICS: dict[str, str] = {
     "grow-plant": "grow", "chemistry-mix": "chemistry", "lifespan-longest-lived": "lifespan",
     "lifespan-shortest-lived": "lifespan", "lifespan-longest-lived-then-shortest-lived": "lifespan",
     "identify-life-stages-1": "life stages", "identify-life-stages-2": "life stages",
+    # candidates for a DEV track (issue 31, research/dev_topics.py): topics neither training nor the test track holds
+    "boil": "matter", "melt": "matter", "freeze": "matter", "change-the-state-of-matter-of": "matter",
+    "inclined-plane-determine-angle": "forces", "inclined-plane-friction-named-surfaces": "forces",
+    "inclined-plane-friction-unnamed-surfaces": "forces", "mendelian-genetics-known-plant": "genetics",
+    "mendelian-genetics-unknown-plant": "genetics",
 }
 _ITEM_BLOCK = re.compile(r"(you see: ?\n|Here you see: ?\n|You also see:\n)((?:\t.*(?:\n|$))+)")
 
@@ -252,6 +257,20 @@ PROFILE = AcquisitionProfile(
 )
 
 # --- the oracle: abstractions of TRAIN gold paths, written by hand in the open -----------------------------
+# forces (a DEV-track candidate): time the block down each plane; the last focus is the agent's guess (it cannot
+# compare two stopwatch readings), so a perfect procedure scores the timing steps and half the focuses
+# matter (also a candidate): the substance is named by the task's verb ("boil ice cream"); TRAIN fills the pot
+# at the sink (water) or from the fridge (juices), so the abstraction keeps what every variation shares
+_INTO_POT = ("go to kitchen, pick up thermometer, open cupboard, pick up metal pot, look around, open fridge, "
+             "open freezer, focus on <substance named>, move <substance named> to metal pot, pick up metal pot, ")
+_MEASURE = ", use thermometer in inventory on <substance named>, wait1"
+_TIME_TWO_PLANES = (
+    "go to workshop, look around, pick up stopwatch, move block to <inclined plane 1>, "
+    "activate stopwatch in inventory" + ", look at <inclined plane 1>" * 20
+    + ", deactivate stopwatch in inventory, examine stopwatch in inventory, move block to <inclined plane 2>, "
+    "activate stopwatch in inventory" + ", look at <inclined plane 2>" * 20
+    + ", deactivate stopwatch in inventory, examine stopwatch in inventory, focus on <inclined plane 1>, wait1"
+)
 PROCEDURES: dict[str, OracleProcedure] = {family: OracleProcedure(steps) for family, steps in {
     "chemistry-mix": "go to kitchen, open cupboard, pick up metal pot, look around, pick up recipe, "
     "read recipe in inventory, look around, pick up <ingredient 1>, move <ingredient 1> to metal pot, "
@@ -286,7 +305,18 @@ PROCEDURES: dict[str, OracleProcedure] = {family: OracleProcedure(steps) for fam
     "connect battery anode to <wire 1> terminal 1, connect battery cathode to <wire 2> terminal 1, "
     "connect <wire 1> terminal 2 to cathode in <object>, "
     "connect <wire 2> terminal 2 to anode in <object>, wait1, wait1",
+    # DEV-track candidates (issue 31, research/dev_topics.py measures them)
+    "boil": _INTO_POT + "move metal pot to stove, activate stove" + _MEASURE * 12,
+    "melt": _INTO_POT + "move metal pot to stove, activate stove" + _MEASURE * 6,
+    "freeze": _INTO_POT + "move metal pot to freezer" + _MEASURE.replace("wait1", "wait") * 5,
+    "inclined-plane-determine-angle": _TIME_TWO_PLANES,
+    "inclined-plane-friction-named-surfaces": _TIME_TWO_PLANES,
 }.items()}
+# the agent cannot fill a slot from "change the state of matter of soap" (no verb before the substance), but it
+# reads a concrete procedure by analogy between its goal and the task's (water -> soap), so this one is concrete
+PROCEDURES["change-the-state-of-matter-of"] = OracleProcedure(
+    (_INTO_POT + "move metal pot to stove, activate stove" + _MEASURE * 6).replace("<substance named>", "water"),
+    goal="change the state of matter of water")
 # family -> the category of its 1st, 2nd, ... focus target (the last one repeats)
 CATEGORY: dict[str, tuple[str, ...]] = {
     "find-animal": ("animal",), "find-living-thing": ("living thing",), "find-non-living-thing": ("non-living thing",),
