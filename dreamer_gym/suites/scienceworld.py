@@ -257,19 +257,19 @@ PROFILE = AcquisitionProfile(
 )
 
 # --- the oracle: abstractions of TRAIN gold paths, written by hand in the open -----------------------------
-# forces (a DEV-track candidate): time the block down each plane; the last focus is the agent's guess (it cannot
-# compare two stopwatch readings), so a perfect procedure scores the timing steps and half the focuses
 # matter (also a candidate): the substance is named by the task's verb ("boil ice cream"); TRAIN fills the pot
 # at the sink (water) or from the fridge (juices), so the abstraction keeps what every variation shares
 _INTO_POT = ("go to kitchen, pick up thermometer, open cupboard, pick up metal pot, look around, open fridge, "
              "open freezer, focus on <substance named>, move <substance named> to metal pot, pick up metal pot, ")
 _MEASURE = ", use thermometer in inventory on <substance named>, wait1"
+# forces (a DEV-track candidate): time the block down each plane (two `wait`s, 20 ticks; TRAIN's 20 `look at`
+# steps make the entry 388 tokens, over the env's 320); the last focus is the agent's guess (it cannot compare two
+# stopwatch readings): right on half the variations (100), wrong on the rest (-100, clipped to 0)
 _TIME_TWO_PLANES = (
-    "go to workshop, look around, pick up stopwatch, move block to <inclined plane 1>, "
-    "activate stopwatch in inventory" + ", look at <inclined plane 1>" * 20
-    + ", deactivate stopwatch in inventory, examine stopwatch in inventory, move block to <inclined plane 2>, "
-    "activate stopwatch in inventory" + ", look at <inclined plane 2>" * 20
-    + ", deactivate stopwatch in inventory, examine stopwatch in inventory, focus on <inclined plane 1>, wait1"
+    "go to workshop, look around, pick up stopwatch, move block to <inclined plane 1>, activate stopwatch in inventory, "
+    "wait, wait, deactivate stopwatch in inventory, examine stopwatch in inventory, move block to <inclined plane 2>, "
+    "activate stopwatch in inventory, wait, wait, deactivate stopwatch in inventory, examine stopwatch in inventory, "
+    "focus on <inclined plane 1>, wait1"
 )
 PROCEDURES: dict[str, OracleProcedure] = {family: OracleProcedure(steps) for family, steps in {
     "chemistry-mix": "go to kitchen, open cupboard, pick up metal pot, look around, pick up recipe, "
