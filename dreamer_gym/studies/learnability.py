@@ -354,6 +354,11 @@ def summarise(data: Mapping[str, Any], config: LearnabilityConfig) -> dict[str, 
                              "best": float(d.max())}
     x = np.array([[r[f] for f in FEATURES] for r in data["regions"]], dtype=float)
     noise = float(np.mean(np.abs(scores[:, :, 0] - scores[:, :, 1])))
+    # item 2's yardstick: one commit's noise (SD of one rule on one region between draws) against the gap a
+    # learner must see (per region, the best rule's draw-mean over the runner-up's), both in reward units
+    commit_sd = float(np.std(scores[:, :, 0] - scores[:, :, 1]) / np.sqrt(2))
+    ranked = np.sort(mean, axis=1)
+    runner_up_gap = float(np.mean(ranked[:, -1] - ranked[:, -2]))
     episodes = {(r["family"], r["bank"], r["draw"]): [tuple(e[:2]) for e in r["episodes"]
                                                         if (e[2] if len(e) > 2 else e[0] == r["family"])]
                 for r in data["records"] if r["rule"] == rules[0]}
@@ -368,7 +373,7 @@ def summarise(data: Mapping[str, Any], config: LearnabilityConfig) -> dict[str, 
         "agreement": {"constant": fit["agreement_constant"], "choice": fit["agreement_choice"]},
         "hindsight": {"constant": fit["hindsight_constant"], "choice": fit["hindsight_choice"],
                       "gap": fit["hindsight_gap"]},
-        "draw_noise": noise, "draw_overlap": overlap, "per_rule": per_rule, "merging_vs_keep_all": merging,
+        "draw_noise": noise, "draw_overlap": overlap, "commit_sd": commit_sd, "runner_up_gap": runner_up_gap, "per_rule": per_rule, "merging_vs_keep_all": merging,
         "feature_policies": feature_policies(scores, x, FEATURES, rules),
         "per_region": [{"family": f, "bank": b, "best": rules[int(best[i])], "constant": float(fit["constant"][i]),
                         "choice": float(fit["choice"][i]), "gap": float(fit["gap"][i]),
@@ -380,10 +385,11 @@ def summarise(data: Mapping[str, Any], config: LearnabilityConfig) -> dict[str, 
 def to_markdown(summary: Mapping[str, Any]) -> str:
     s = summary["setting"]
     lo, hi = summary["gap_ci95"]
+    windows = any(str(f).startswith("bank ") for f in summary["families"])
+    strata = f"{len(summary['families'])} {'banks of time windows' if windows else 'families'}"
     lines = [
         f"Env `{s['env_id']}` ({'the registered id as it runs' if s['comparable'] else '**not comparable**'}; pool "
-        f"`{s['pool_hash']}`), {s['split'].upper()} split; {summary['regions']} regions ({len(summary['families'])} "
-        f"families); {len(summary['rules'])} rules x {summary['draws']} episode draws; {s['eval_in_family']} "
+        f"`{s['pool_hash']}`), {s['split'].upper()} split; {summary['regions']} regions ({strata}); {len(summary['rules'])} rules x {summary['draws']} episode draws; {s['eval_in_family']} "
         f"in-family + {s['eval_other']} other-family episodes per commit; unit: the commit reward.", "",
         "| | reward (cross-fitted) | in hindsight (same draws) |", "|---|---|---|",
         f"| best constant (`{summary['best_constant']}`) | {summary['constant']:+.4f} | "
@@ -391,10 +397,13 @@ def to_markdown(summary: Mapping[str, Any]) -> str:
         f"| best per-region choice | {summary['choice']:+.4f} | {summary['hindsight']['choice']:+.4f} |",
         f"| **gap** (choice - constant) | **{summary['gap']:+.4f}** [{lo:+.4f}, {hi:+.4f}] | "
         f"{summary['hindsight']['gap']:+.4f} |", "",
-        f"95% CI: regions resampled within families, both selections redone "
+        f"95% CI: regions resampled within {'banks' if windows else 'families'}, both selections redone "
         f"({'excludes' if summary['gap_ci_excludes_0'] else 'includes'} 0). "
         f"Mean |draw 0 - draw 1| of one rule on one region: {summary['draw_noise']:.4f}; in-family episodes of draw 0 "
-        f"also in draw 1: {summary['draw_overlap']:.2f}. Agreement with the held-out "
+        f"also in draw 1: {summary['draw_overlap']:.2f}. One commit's noise (SD between draws): "
+        f"{summary.get('commit_sd', float('nan')):.4f}, against a mean gap of "
+        f"{summary.get('runner_up_gap', float('nan')):.4f} between a region's best rule and its runner-up. "
+        f"Agreement with the held-out "
         f"draw's best rule: constant {summary['agreement']['constant']:.2f}, "
         f"choice {summary['agreement']['choice']:.2f}.",
         "", "| rule | mean reward | share of regions where best |", "|---|---|---|",
