@@ -100,7 +100,8 @@ class LearnabilityConfig:
     families: tuple[str, ...] | None = field(default=None, metadata={"help": "None: every family in the pool"})
     banks: tuple[int, ...] | None = field(default=None, metadata={"help": "None: every bank in the pool"})
     rules: tuple[str, ...] = field(default=RULES, metadata={
-        "help": "the rule family: op rules of the study or registered deterministic consolidators"})
+        "help": "the rule family: op rules of the study or registered deterministic consolidators (a trained "
+                "policy too, e.g. oplevel:runs/x/checkpoint-20, to see where it stands among the rules)"})
     draws: int = field(default=2, metadata={
         "help": "episode draws per region (each region and draw its own reset seed); at least 2 to cross-fit"})
     seed: int = field(default=0, metadata={"help": "the reset seeds' base and the bootstrap's seed"})
@@ -122,9 +123,10 @@ class LearnabilityConfig:
         if self.bootstrap_resamples < 1:
             raise ConfigError(f"Expected `bootstrap_resamples` to be a positive int, got {self.bootstrap_resamples}")
         from dreamer_gym.consolidators import consolidator_names
+        from dreamer_gym.consolidators.registry import split_name
 
         known = set(OP_RULES) | set(consolidator_names())
-        unknown = [r for r in self.rules if r not in known]
+        unknown = [r for r in self.rules if split_name(r)[0] not in known]  # "oplevel:CHECKPOINT": a trained policy
         if unknown:
             raise ConfigError(f"Unknown rule(s) {unknown} in `rules`; the study's rules are {list(RULES)} (any "
                               "registered deterministic consolidator works too)")
