@@ -116,3 +116,19 @@ def test_a_consensus_warm_start_makes_the_greedy_policy_the_rule_before_any_comm
         trainer.close()
     with pytest.raises(ConfigError, match="warm_start must be one of"):
         OpLevelConfig(warm_start="oracle")
+
+
+def test_batch_scaled_advantages_keep_the_magnitudes_that_group_z_scores_erase() -> None:
+    """Under group z-scores a group split by the size term alone (1e-4) weighs as much as one split by a 0.4
+    loss; batch scaling keeps their ratio (issue 31: the group z-score drove every run to merge-all)."""
+    from dreamer_gym.methods.oplevel.trainer import batch_advantages
+
+    tiny, large = np.array([0.0001, 0.0]), np.array([0.0, -0.4])
+    z = batch_advantages([tiny, large], "group")
+    assert np.abs(z[0]).max() == pytest.approx(np.abs(z[1]).max())
+    b = batch_advantages([tiny, large], "batch")
+    assert np.abs(b[1]).max() / np.abs(b[0]).max() == pytest.approx(4000.0)
+    assert all(abs(a.sum()) < 1e-12 for a in b)
+    assert batch_advantages([np.array([0.2, 0.2])], "batch")[0].tolist() == [0.0, 0.0]
+    with pytest.raises(ConfigError, match="scale_rewards must be one of"):
+        OpLevelConfig(scale_rewards="rank")

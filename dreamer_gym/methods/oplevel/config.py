@@ -13,6 +13,7 @@ from dreamer_gym.errors import ConfigError
 
 WARM_STARTS = ("", "consensus")
 TIES = ("entry", "class")
+SCALE_REWARDS = ("group", "batch", "none")
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,13 @@ class OpLevelConfig(RegionRunConfig):
     # "class": one op per entry class (kind and rule tags: ~5 draws a region, entries of a class share it), the
     # per-entry logits averaged over the class. Credit for one reward is spread over 5 choices, not 25.
     tie: str = field(default="entry", metadata={"help": "entry (one op per entry) | class (one op per entry class)"})
+    # How a group's rewards become advantages (TRL's `scale_rewards` names). "group": z-scores within the group,
+    # the old default: a group whose commits differ by the size term alone (1e-4) gets advantages of +-1, as
+    # large as a group where one op loses 0.4, so an op with many tiny gains and rare large losses wins while
+    # its mean reward is negative (issue 31: on window regions every run went to merge-all, mean -0.013).
+    # "batch": centred within the group, divided by the batch's standard deviation (magnitudes kept).
+    scale_rewards: str = field(default="group", metadata={
+        "help": "group (z-scores within each group) | batch (centred per group, scaled by the batch's std) | none"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -91,6 +99,9 @@ class OpLevelConfig(RegionRunConfig):
             raise ConfigError(f"OpLevelConfig.warm_start_smoothing must be in [0, 1), got {self.warm_start_smoothing}")
         if self.warm_start not in WARM_STARTS:
             raise ConfigError(f"OpLevelConfig.warm_start must be one of {list(WARM_STARTS)}, got {self.warm_start!r}")
+        if self.scale_rewards not in SCALE_REWARDS:
+            raise ConfigError(f"OpLevelConfig.scale_rewards must be one of {list(SCALE_REWARDS)}, got "
+                              f"{self.scale_rewards!r}")
         if self.tie not in TIES:
             raise ConfigError(f"OpLevelConfig.tie must be one of {list(TIES)}, got {self.tie!r}")
         if self.group_size < 2:

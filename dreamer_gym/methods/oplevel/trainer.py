@@ -109,6 +109,20 @@ def group_advantages(rewards: np.ndarray) -> np.ndarray:
     return np.zeros_like(rewards) if std < 1e-9 else (rewards - rewards.mean()) / std
 
 
+def batch_advantages(groups: list[np.ndarray], scale: str) -> list[np.ndarray]:
+    """Each group's advantages under ``scale`` (:data:`~dreamer_gym.methods.oplevel.config.SCALE_REWARDS`):
+    ``group`` z-scores within the group; ``batch`` centres within the group and divides by the standard
+    deviation of every centred reward of the batch, so a group whose commits differ by 1e-4 keeps advantages
+    of ~1e-4 next to a group whose commits differ by 0.4; ``none`` centres only."""
+    if scale == "group":
+        return [group_advantages(r) for r in groups]
+    centred = [r - r.mean() for r in groups]
+    if scale == "none":
+        return centred
+    std = float(np.concatenate(centred).std()) if centred else 0.0
+    return [np.zeros_like(c) if std < 1e-9 else c / std for c in centred]
+
+
 class OpLevelTrainer:
     """Group-relative REINFORCE on :class:`OpLevelWrapper` (see the module docstring)."""
 
@@ -151,8 +165,8 @@ class OpLevelTrainer:
 
     def update(self, groups: list[dict[str, Any]]) -> dict[str, float]:
         losses, entropies = [], []
-        for group in groups:
-            advantages = group_advantages(group["rewards"])
+        scaled = batch_advantages([g["rewards"] for g in groups], self.config.scale_rewards)
+        for group, advantages in zip(groups, scaled):
             classes = group["classes"]
             dist = self.policy.distribution(group["features"], group["mask"], group["n"], classes)
             picks = first_members(classes) if classes is not None else np.arange(group["n"])
