@@ -184,11 +184,27 @@ def build(cfg: StudyConfig, out: Path, progress: bool = True) -> dict[str, Any]:
             "train_gold": {f: sorted(len(p) for p in g.values()) for f, g in pool.train_gold.items()}}
 
 
+def with_dev_topic_procedures() -> None:
+    """Register, in this process only, the scienceworld spec whose oracle also knows the DEV-topic candidates
+    (``DEV_TOPIC_PROCEDURES``; the shipped spec leaves them out so its red-team decoys do not move). The
+    in-process reward service below sees it; a service in its own process would not."""
+    import dataclasses
+
+    from dreamer_gym.suites import get_suite_spec
+    from dreamer_gym.suites.registry import register_suite
+    from dreamer_gym.suites.scienceworld import DEV_TOPIC_PROCEDURES
+
+    spec = get_suite_spec("scienceworld")
+    if not set(DEV_TOPIC_PROCEDURES) <= set(spec.procedures):
+        register_suite(dataclasses.replace(spec, procedures={**spec.procedures, **DEV_TOPIC_PROCEDURES}), replace=True)
+
+
 def measure(cfg: StudyConfig, pool: Path, progress: bool = True) -> list[dict[str, Any]]:
     """Per family and bank: each consolidator committed on the same reset (same DEV episodes, paired)."""
     from dreamer_gym.consolidators import make_consolidator, run_episode
     from dreamer_gym.envs.consolidation import ConsolidationEnv
 
+    with_dev_topic_procedures()
     env = ConsolidationEnv(suite="scienceworld", pool=str(pool), pool_hash=None, split="dev", service="inprocess",
                            eval_in_family=cfg.eval_in_family, eval_other=0)
     rows = []

@@ -305,7 +305,12 @@ PROCEDURES: dict[str, OracleProcedure] = {family: OracleProcedure(steps) for fam
     "connect battery anode to <wire 1> terminal 1, connect battery cathode to <wire 2> terminal 1, "
     "connect <wire 1> terminal 2 to cathode in <object>, "
     "connect <wire 2> terminal 2 to anode in <object>, wait1, wait1",
-    # DEV-track candidates (issue 31, research/dev_topics.py measures them)
+}.items()}
+# DEV-track candidates (issue 31; research/dev_topics.py measures them). Kept out of the suite's oracle
+# (SPEC.procedures): the wrong-procedures decoy takes "the next family in sorted order of the suite's
+# procedures", so adding a family there would change what a recorded red-team policy writes. The research
+# script registers a spec with them for its own process (`with_dev_topic_procedures`).
+DEV_TOPIC_PROCEDURES: dict[str, OracleProcedure] = {family: OracleProcedure(steps) for family, steps in {
     "boil": _INTO_POT + "move metal pot to stove, activate stove" + _MEASURE * 12,
     "melt": _INTO_POT + "move metal pot to stove, activate stove" + _MEASURE * 6,
     "freeze": _INTO_POT + "move metal pot to freezer" + _MEASURE.replace("wait1", "wait") * 5,
@@ -314,7 +319,7 @@ PROCEDURES: dict[str, OracleProcedure] = {family: OracleProcedure(steps) for fam
 }.items()}
 # the agent cannot fill a slot from "change the state of matter of soap" (no verb before the substance), but it
 # reads a concrete procedure by analogy between its goal and the task's (water -> soap), so this one is concrete
-PROCEDURES["change-the-state-of-matter-of"] = OracleProcedure(
+DEV_TOPIC_PROCEDURES["change-the-state-of-matter-of"] = OracleProcedure(
     (_INTO_POT + "move metal pot to stove, activate stove" + _MEASURE * 6).replace("<substance named>", "water"),
     goal="change the state of matter of water")
 # family -> the category of its 1st, 2nd, ... focus target (the last one repeats)
