@@ -1,0 +1,77 @@
+"""Which evidence predicts a window's best rule? Post-hoc, on a ``dreamer-gym learnability`` record of a window pool.
+
+Rebuilds each studied window from the pool (``bank_at`` + ``select_region``: no simulator), computes evidence a
+policy can read from the region (the procedure groups' merge support and tasks, procedure length, failure
+insights, pitfalls, the window's first session, the number of groups) and one it cannot (``novel_tasks``: the
+window's tasks the bank held no entry for before the window), and fits the learnability study's stumps and
+depth-2 tree on them, cross-fitted.
+
+    python -m research.window_evidence runs/learnability-windows/learnability.json [--pool scienceworld-windows-v0]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import numpy as np
+
+from dreamer_gym.envs.group_evidence import group_evidence
+from dreamer_gym.envs.observation import entry_dict
+from dreamer_gym.envs.ops import entry_classes
+from dreamer_gym.memory import bank_at, parse_window, select_region
+from dreamer_gym.memory.tokens import count_tokens
+from dreamer_gym.pool import BankPool, load_pool
+from dreamer_gym.studies.learnability import FEATURES, crossfit, feature_policies, score_table
+
+EVIDENCE: tuple[str, ...] = ("proc_support", "proc_tasks", "proc_tokens_mean", "failures", "pitfalls",
+                             "window_start", "groups", "novel_tasks")
+HIDDEN: tuple[str, ...] = ("novel_tasks",)  # not in the region: the policy cannot read it
+
+
+def window_evidence(pool: BankPool, key: str, bank_index: int, max_entries: int = 50) -> list[float]:
+    """:data:`EVIDENCE` of one window."""
+    bank = bank_at(pool.banks[bank_index], key)
+    region = [entry_dict(bank.get(i)) for i in select_region(bank, key, max_entries).entry_ids]
+    groups = group_evidence(region, entry_classes(region).tolist()) if region else []
+    procedures = [g for g in groups if g.procedures]
+    lengths = [count_tokens(e["text"]) for e in region if e["kind"] == "procedure"]
+    start = parse_window(key)[0]  # type: ignore[index]
+    known = {e.family for e in bank if e.session < start}
+    return [min((g.support for g in procedures), default=1.0), max((g.tasks for g in procedures), default=0),
+            float(np.mean(lengths)) if lengths else 0.0, sum("failed after" in e["text"] for e in region),
+            sum(e["kind"] == "pitfall" for e in region), start, len(groups),
+            len({e["family"] for e in region} - known)]
+
+
+def analyse(record: dict[str, Any], pool: BankPool) -> dict[str, Any]:
+    regions = [(r["family"], r["bank"]) for r in record["regions"]]
+    rules = record["config"]["rules"]
+    scores = score_table(record["records"], regions, rules, 2)
+    fit = crossfit(scores)
+    x = np.array([window_evidence(pool, k, b) for k, b in regions], dtype=float)
+    visible = [i for i, name in enumerate(EVIDENCE) if name not in HIDDEN]
+    base = np.array([[r[f] for f in FEATURES] for r in record["regions"]], dtype=float)
+    return {
+        "constant": fit["constant_mean"], "choice": fit["choice_mean"],
+        "evidence": feature_policies(scores, x, EVIDENCE, rules),
+        "visible_tree": feature_policies(scores, np.hstack([base, x[:, visible]]),
+                                         [*FEATURES, *(EVIDENCE[i] for i in visible)], rules)[-1],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("record", help="learnability.json of a window pool")
+    parser.add_argument("--pool", default="scienceworld-windows-v0")
+    args = parser.parse_args()
+    out = analyse(json.load(open(args.record)), load_pool(args.pool))
+    print(f"best constant {out['constant']:+.4f}, cross-fitted choice {out['choice']:+.4f}")
+    for p in out["evidence"]:
+        print(f"{p['model']:>30} {p['value']:+.4f} agreement {p['agreement']:.2f}  {p['trees'][0]}")
+    p = out["visible_tree"]
+    print(f"{'tree on every visible feature':>30} {p['value']:+.4f} agreement {p['agreement']:.2f}  {p['trees'][0]}")
+
+
+if __name__ == "__main__":
+    main()
