@@ -17,7 +17,7 @@ from dreamer_gym.envs.observation import RegionView, entry_dict
 from dreamer_gym.envs.spaces import ToolCallSpace, sanitize, text_space
 from dreamer_gym.envs.tools import TOOLS, ToolError, Workspace, parse_action
 from dreamer_gym.errors import ConfigError, FrozenParameterError, RewardServiceError
-from dreamer_gym.memory import MemoryBank, bank_at, select_region
+from dreamer_gym.memory import MemoryBank, bank_at
 from dreamer_gym.service import (
     CommitRequest,
     CommitResult,
@@ -162,7 +162,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         episode_seed = int(rng.integers(2**63 - 1))  # the service derives the evaluation draw from it
         ticket = self.service.open(bank_index, family, episode_seed)  # its token commits this episode, once
         bank = bank_at(pool.banks[bank_index], family)  # a window's: the bank when the window closed
-        region = select_region(bank, family, self.config.max_region_entries)
+        region = pool.region_scheme.select(bank, family, pool.trajectories, self.config.max_region_entries)
         if not self.store.has_bank(bank.hash):  # first use of this bank: store it with its evidence
             self.store.put_trajectories(pool.trajectories.values())
             self.store.put_bank(bank, meta={"pool": pool.hash, "index": bank_index})

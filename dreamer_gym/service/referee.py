@@ -33,7 +33,6 @@ from dreamer_gym.memory import (
     count_tokens,
     parse_window,
     region_task_mix,
-    select_region,
 )
 from dreamer_gym.pool import BankPool, load_or_build_pool
 from dreamer_gym.service.messages import CommitRequest, CommitResult, EpisodeTicket, PublicPool
@@ -153,7 +152,7 @@ class Referee:
         ``seed``: the ticket whose token its commit carries. A track opens each region once."""
         self._refuse_if_sealed()
         old = self._bank(bank_index, family)
-        if not isinstance(family, str) or not select_region(old, family, self.config.max_region_entries).entry_ids:
+        if not isinstance(family, str) or not self._region(old, family).entry_ids:
             raise RewardServiceError(f"open: bank {bank_index} has no region {family!r} (no entries of that family, "
                                      "or of that window of sessions)")
         return self._tickets.open(int(bank_index), family, seed)
@@ -243,7 +242,7 @@ class Referee:
         cfg, pool = self.config, self.pool
         old = self._bank(request.bank_index, request.family)
         seed = self._tickets.check(request.bank_index, request.family, request.token)
-        region = select_region(old, request.family, cfg.max_region_entries)
+        region = self._region(old, request.family)
         if not region.entry_ids:
             raise RewardServiceError(f"bank {request.bank_index} has no region {request.family!r}")
         self._check_region(old, region.entry_ids, request)
@@ -267,7 +266,7 @@ class Referee:
         if parse_window(request.family) is None:
             return frozenset({request.family})
         old = self._bank(request.bank_index, request.family)
-        return frozenset(self._task_mix(old, select_region(old, request.family, self.config.max_region_entries)))
+        return frozenset(self._task_mix(old, self._region(old, request.family)))
 
     def _score(self, request: CommitRequest, old: MemoryBank, new: MemoryBank, region_ids: tuple[str, ...],
                episodes: list[EvalEpisode], before: list[EpisodeResult], after: list[EpisodeResult]) -> CommitResult:
@@ -357,6 +356,10 @@ class Referee:
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < len(banks):
             raise RewardServiceError(f"`bank_index` must be an int in [0, {len(banks) - 1}], got {index!r}")
         return banks[int(index)] if not isinstance(key, str) else self._snapshots(int(index), key)
+
+    def _region(self, bank: MemoryBank, key: str) -> Region:
+        """Region ``key`` of bank v0 ``bank`` under the pool's scheme (a window's retrieved entries included)."""
+        return self.pool.region_scheme.select(bank, key, self.pool.trajectories, self.config.max_region_entries)
 
     def _snapshots(self, index: int, key: str) -> MemoryBank:
         """:func:`bank_at`, kept per (bank, window): rebuilding a bank hashes every entry id again."""

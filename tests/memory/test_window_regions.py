@@ -164,3 +164,38 @@ def test_a_window_is_consolidated_in_the_bank_as_it_stood_when_the_window_closed
         assert out["score_after"] <= out["score_before"]
     finally:
         env.close()
+
+
+def test_a_window_with_retrieved_entries_shows_what_the_bank_already_knows(family_pool: BankPool) -> None:
+    """RegionScheme(retrieved=k): each episode of the window adds the k older entries that best match its task;
+    the task mix still counts the window's own episodes; retrieved=0 hashes as before."""
+    scheme = RegionScheme("window", sessions=2, stride=1, retrieved=2)
+    bank = bank_at(family_pool.banks[0], "window:2-3")
+    plain = select_region(bank, "window:2-3")
+    region = scheme.select(bank, "window:2-3", family_pool.trajectories)
+    older = set(region.entry_ids) - set(plain.entry_ids)
+    assert older and all(bank.get(i).session < 2 for i in older)
+    assert set(plain.entry_ids) <= set(region.entry_ids)
+    assert region_task_mix(bank, region) == region_task_mix(bank, plain)
+    capped = scheme.select(bank, "window:2-3", family_pool.trajectories, max_entries=12)
+    assert len(capped.entry_ids) <= 12
+    assert RegionScheme("window", 2, 1).to_dict() == {"kind": "window", "sessions": 2, "stride": 1}
+    assert scheme.to_dict()["retrieved"] == 2
+    with pytest.raises(ValueError, match="`retrieved` is for window regions"):
+        RegionScheme("family", retrieved=2)
+    with pytest.raises(ValueError, match="`retrieved` to be an int >= 0"):
+        RegionScheme("window", retrieved=-1)
+
+
+def test_the_env_and_the_referee_agree_on_a_window_with_retrieved_entries(
+        family_pool: BankPool, tmp_path: Path) -> None:
+    pool = dataclasses.replace(family_pool, region_scheme=RegionScheme("window", 2, 1, retrieved=2))
+    pool.save(path := tmp_path / "latency-windows-retrieved.json.gz")
+    env = _env(path)
+    try:
+        out = run_episode(env, make_consolidator("keep-all"), seed=3, options={"bank": 0, "region": "window:2-3"})
+        assert out["return"] == 0.0 and any(e["session"] < 2 for e in out["region"])
+        out = run_episode(env, make_consolidator("empty"), seed=3, options={"bank": 0, "region": "window:2-3"})
+        assert out["size_before"]["entries"] == len(out["region"])  # the referee replaced the same region
+    finally:
+        env.close()
