@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import time
 from collections.abc import Iterable, Mapping, Sequence
