@@ -102,6 +102,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         self._owns_service = reward_service is None
         self._pool: PublicPool | None = None
         self._store: Store | None = None
+        self._evidence_stored = False  # the pool's trajectories are in the store (written once per store)
         self._ws: Workspace | None = None
         self._view = RegionView("", [], region_chars)
         self._region_dicts: list[dict[str, Any]] = []
@@ -164,7 +165,9 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         bank = bank_at(pool.banks[bank_index], family)  # a window's: the bank when the window closed
         region = pool.region_scheme.select(bank, family, pool.trajectories, self.config.max_region_entries)
         if not self.store.has_bank(bank.hash):  # first use of this bank: store it with its evidence
-            self.store.put_trajectories(pool.trajectories.values())
+            if not self._evidence_stored:  # once: every window of a bank is a bank of its own (16 ms a write)
+                self.store.put_trajectories(pool.trajectories.values())
+                self._evidence_stored = True
             self.store.put_bank(bank, meta={"pool": pool.hash, "index": bank_index})
         self._ws = Workspace(bank, region, pool.trajectories, family, self.config.max_emitted, self.config.max_entry_tokens,
                              contract=self.config.tool_contract)
@@ -342,3 +345,4 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         if self._store is not None:
             self._store.close()
             self._store = None
+            self._evidence_stored = False

@@ -199,3 +199,18 @@ def test_the_env_and_the_referee_agree_on_a_window_with_retrieved_entries(
         assert out["size_before"]["entries"] == len(out["region"])  # the referee replaced the same region
     finally:
         env.close()
+
+
+def test_the_evidence_is_stored_once_and_every_window_can_read_it(window_pool_path: Path) -> None:
+    """Each window is a bank of its own in the store; the pool's trajectories are written with the first."""
+    env = _env(window_pool_path)
+    try:
+        for key in ("window:0-1", "window:2-3"):
+            obs, info = env.reset(seed=0, options={"bank": 0, "region": key})
+            tid = info["region"][0]["provenance"][0]["trajectory_id"]
+            assert env.store.get_trajectory(tid) is not None and env.store.has_bank(info["bank_hash"])
+        env.close()
+        obs, info = env.reset(seed=0, options={"bank": 0, "region": "window:1-2"})  # a new store after close
+        assert env.store.get_trajectory(info["region"][0]["provenance"][0]["trajectory_id"]) is not None
+    finally:
+        env.close()
