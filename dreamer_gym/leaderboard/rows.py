@@ -5,7 +5,7 @@ file: a results file that already holds another submission is never overwritten 
 names of the package's built-in rows are theirs alone, and a row is *built-in* (``builtin: RULE`` in its results
 file) only when the board re-ran the package's own rule and it reproduced the submitted banks
 (:func:`builtin_rule`; ``validate.rerun``). The normalisation anchors (``empty``, ``oracle``) and the best fixed
-baseline come only from such rows (``render.build_board``), never from what a submitter calls their row.
+baseline come only from such rows (``board.build_board``), never from what a submitter calls their row.
 """
 from __future__ import annotations
 

@@ -1,0 +1,213 @@
+"""The board's data: one track's rows from its results files (re-scored and verified), their aggregates, and the
+cells of its tables, shared by the Markdown and the HTML renderers (``render.py``).
+
+Ranked rows are contenders and fixed baselines of the current protocol that are eligible for the track;
+references (privileged), stale rows (an older protocol) and ineligible rows are listed apart, below the
+ranking. Every score sits beside its bank size.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dreamer_gym.leaderboard.aggregate import Normaliser, aggregate, best_fixed, region_scores, score_ci
+from dreamer_gym.leaderboard.rows import ANCHORS, FIXED_RULES
+from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION
+
+SCIENCEWORLD_ID = "MemoryConsolidation-ScienceWorld-v0"
+# tracks that hold out only the suite: they rank only policies trained on ScienceWorld alone (docs/validity.md)
+SUITE_HELD_OUT = frozenset({"alfworld-gen", "miniwob"})
+
+
+@dataclass
+class Row:
+    name: str
+    kind: str
+    tier: str
+    stale: bool
+    eligible: bool
+    llm: dict[str, str] | None
+    score: float
+    in_family: float
+    tokens: float
+    score_ci: tuple[float, float] | None = None
+    aggregates: dict[str, Any] = field(default_factory=dict)
+    per_family: dict[str, float | None] = field(default_factory=dict)
+    verified: dict[str, Any] | None = None  # the agreeing verified run of this consolidator, if any
+    grounding: float | None = None  # share of its claims the cited trajectories hold (leaderboard/grounding.py)
+    reader_similarity: float | None = None  # mean max reader-level Jaccard to a reference (leaderboard/similarity.py)
+
+    @property
+    def ranked(self) -> bool:
+        greedy = self.llm is None or self.llm.get("decoding") == "greedy"
+        return self.kind != "reference" and not self.stale and self.eligible and greedy
+
+    @property
+    def note(self) -> str:
+        notes = []
+        if self.kind == "reference":
+            notes.append("reference (privileged)")
+        if self.stale:
+            notes.append("stale protocol")
+        if not self.eligible:
+            notes.append("not trained on ScienceWorld alone")
+        if self.llm is not None:
+            notes.append(f"{self.llm['model']} on {self.llm['backend']}, {self.llm['decoding']}")
+        return "; ".join(notes)
+
+
+@dataclass
+class VerifiedRun:
+    """A verified record: the consolidator run by the board on fresh banks (seeds drawn at verification)."""
+
+    name: str
+    score: float
+    tokens: float
+    seeds: list[int]
+    pool_hash: str
+    agrees: bool | None  # its score inside the re-scored row's CI; None without a re-scored row
+
+
+@dataclass
+class Board:
+    track: str
+    rows: list[Row]
+    verified: list[VerifiedRun]
+    families: tuple[str, ...]
+    flagged: tuple[str, ...]
+    baseline: str | None
+    normalised: bool
+
+
+def load_results(results_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    """Track -> its results files' contents (sorted by file name, so renders are stable)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(results_dir.glob("*/*.json")):
+        out.setdefault(path.parent.name, []).append(json.loads(path.read_text()))
+    return out
+
+
+def build_board(track: str, all_results: Sequence[dict[str, Any]]) -> Board:
+    """One track's rows (re-scored records, ranked and listed apart) and its verified runs."""
+    results = [r for r in all_results if r["tier"] == "re-scored"]
+    current = [r for r in results if r["protocol_version"] == PROTOCOL_VERSION]
+    # the normalising rows and the fixed baselines are built-in rows only: `builtin` is written by validate when
+    # the board re-ran the package's own rule and it reproduced the banks (rows.py), never by a submitter
+    builtin = {r["builtin"]: r for r in current if r.get("builtin")}
+    normaliser = (Normaliser.from_results(builtin["empty"], builtin["oracle"])
+                  if all(a in builtin for a in ANCHORS) else None)
+    matrices: dict[str, np.ndarray] = {}
+    if normaliser is not None:
+        for r in current:
+            matrices[r["consolidator"]["name"]] = normaliser.matrix(r)[0]
+    fixed = [r["consolidator"]["name"] for r in current if r.get("builtin") in FIXED_RULES]
+    baseline = best_fixed(matrices, fixed)
+    rows = []
+    for r in results:
+        name = r["consolidator"]["name"]
+        scores = list(region_scores(r).values())
+        trained = set(r["consolidator"]["trained_on"])
+        eligible = track not in SUITE_HELD_OUT or trained <= {SCIENCEWORLD_ID}
+        row = Row(name, r["consolidator"]["kind"], r["tier"], r["protocol_version"] != PROTOCOL_VERSION, eligible,
+                  r["consolidator"].get("llm"), float(r["summary"]["score"]), float(np.mean(scores)),
+                  float(r["summary"]["tokens_after"]), score_ci(r))
+        row.grounding = (r.get("grounding") or {}).get("share")
+        row.reader_similarity = (r.get("reader_similarity") or {}).get("mean")
+        if normaliser is not None and name in matrices and not row.stale:
+            base = matrices.get(baseline) if baseline is not None and name != baseline else None
+            row.aggregates = aggregate(matrices[name], base)
+            row.per_family = normaliser.per_family(r)
+        rows.append(row)
+    rows.sort(key=lambda w: (not w.ranked, -(w.aggregates.get("iqm") if w.aggregates.get("iqm") is not None
+                                           else w.score), w.name))
+    verified = []
+    for r in all_results:
+        if r["tier"] != "verified" or r["protocol_version"] != PROTOCOL_VERSION:
+            continue
+        name = r["consolidator"]["name"]
+        row = next((w for w in rows if w.name == name and not w.stale), None)
+        score = float(r["summary"]["score"])
+        agrees = None if row is None or row.score_ci is None else bool(row.score_ci[0] <= score <= row.score_ci[1])
+        run = VerifiedRun(name, score, float(r["summary"]["tokens_after"]), list(r["verification"]["bank_seeds"]),
+                          r["verification"]["pool_hash"], agrees)
+        verified.append(run)
+        if row is not None and agrees:
+            row.verified = {"seeds": run.seeds, "score": score}
+    families = tuple(sorted({f for r in rows for f in r.per_family}))
+    return Board(track, rows, sorted(verified, key=lambda v: v.name), families,
+                 normaliser.flagged if normaliser else (), baseline, normaliser is not None)
+
+
+def _ci(value: float | None, ci: Sequence[float] | None, digits: int = 2, sign: str = "") -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:{sign}.{digits}f}" + (f" [{ci[0]:{sign}.{digits}f}, {ci[1]:{sign}.{digits}f}]" if ci is not None else "")
+
+
+def table_rows(board: Board) -> tuple[list[str], list[list[str]]]:
+    """The header and cells of a board's table (shared by the Markdown and the HTML)."""
+    header = ["rank", "consolidator", "tier", "IQM (normalised)", "mean (normalised)",
+              f"P(improvement) over {board.baseline or 'best fixed'}", "track score", "in-family score", "bank tokens",
+              "grounding", "reader similarity to a reference", "note"]
+    cells = []
+    rank = 0
+    for row in board.rows:
+        rank += row.ranked
+        a = row.aggregates
+        tier = "re-scored + verified" if row.verified else row.tier
+        cells.append([str(rank) if row.ranked else "-", row.name, tier, _ci(a.get("iqm"), a.get("iqm_ci")),
+                      _ci(a.get("mean"), a.get("mean_ci")), _ci(a.get("p_improvement"), a.get("p_improvement_ci")),
+                      _ci(row.score, row.score_ci, 4, "+"), f"{row.in_family:.1f}", f"{row.tokens:.0f}",
+                      _ci(row.grounding, None), _ci(row.reader_similarity, None), row.note])
+    return header, cells
+
+
+def verified_rows(board: Board) -> tuple[list[str], list[list[str]]]:
+    header = ["consolidator", "track score on fresh banks", "bank tokens", "bank seeds (drawn at verification)",
+              "pool hash", "inside the re-scored row's CI"]
+    cells = [[v.name, f"{v.score:+.4f}", f"{v.tokens:.0f}", " ".join(map(str, v.seeds)), v.pool_hash,
+              "n/a" if v.agrees is None else ("yes" if v.agrees else "NO")] for v in board.verified]
+    return header, cells
+
+
+def family_rows(board: Board) -> tuple[list[str], list[list[str]]]:
+    header = ["consolidator", *[f + (" (flagged)" if f in board.flagged else "") for f in board.families]]
+    cells = []
+    for row in board.rows:
+        if row.per_family:
+            cells.append([row.name, *("flat" if row.per_family.get(f) is None else f"{row.per_family[f]:.2f}"
+                                      for f in board.families)])
+    return header, cells
+
+
+def transfer_rows(boards: Sequence[Board]) -> tuple[list[str], list[list[str]]] | None:
+    """The transfer track: per consolidator, the mean of its held-out member tracks' scores (the same policy,
+    unchanged, on each); a member without its row is named, and the mean then covers fewer tracks."""
+    from dreamer_gym.leaderboard.tracks import load_track
+
+    transfer = load_track("transfer")
+    held_out = [name for role, name in transfer.members if role == "held out"]  # type: ignore[union-attr]
+    by_track = {b.track: {r.name: r for r in b.rows if not r.stale} for b in boards}
+    present = [t for t in held_out if t in by_track]
+    if not present:
+        return None
+    names = sorted({n for t in present for n in by_track[t]})
+    header = ["consolidator", "transfer score (mean of held-out tracks)", *[f"{t} score" for t in held_out],
+              "bank tokens (mean)", "note"]
+    cells = []
+    for name in names:
+        rows = [by_track[t].get(name) for t in present]
+        got = [r for r in rows if r is not None]
+        missing = [t for t in held_out if t not in by_track or name not in by_track[t]]
+        cells.append([name, f"{np.mean([r.score for r in got]):+.4f}",
+                      *[f"{by_track[t][name].score:+.4f}" if t in by_track and name in by_track[t] else "missing"
+                        for t in held_out],
+                      f"{np.mean([r.tokens for r in got]):.0f}",
+                      "; ".join(filter(None, [got[0].note, f"incomplete: no {missing}" if missing else ""]))])
+    cells.sort(key=lambda c: ("incomplete" in c[-1], "reference" in c[-1], -float(c[1])))
+    return header, cells
