@@ -19,29 +19,42 @@ import numpy as np
 from dreamer_gym.envs.group_evidence import group_evidence
 from dreamer_gym.envs.observation import entry_dict
 from dreamer_gym.envs.ops import entry_classes
-from dreamer_gym.memory import bank_at, parse_window, select_region
+from dreamer_gym.memory import bank_at, parse_window
 from dreamer_gym.memory.tokens import count_tokens
 from dreamer_gym.pool import BankPool, load_pool
 from dreamer_gym.studies.learnability import FEATURES, crossfit, feature_policies, score_table
 
 EVIDENCE: tuple[str, ...] = ("proc_support", "proc_tasks", "proc_tokens_mean", "failures", "pitfalls",
-                             "window_start", "groups", "novel_tasks")
+                             "window_start", "groups", "retrieved", "uncovered_tasks", "written_score", "retrieved_score", "success_share",
+                             "novel_tasks")
 HIDDEN: tuple[str, ...] = ("novel_tasks",)  # not in the region: the policy cannot read it
 
 
 def window_evidence(pool: BankPool, key: str, bank_index: int, max_entries: int = 50) -> list[float]:
     """:data:`EVIDENCE` of one window."""
     bank = bank_at(pool.banks[bank_index], key)
-    region = [entry_dict(bank.get(i)) for i in select_region(bank, key, max_entries).entry_ids]
+    # through the pool's scheme: with `retrieved=k` the region also holds older entries the window's episodes read
+    ids = pool.region_scheme.select(bank, key, pool.trajectories, max_entries).entry_ids
+    region = [entry_dict(bank.get(i)) for i in ids]
     groups = group_evidence(region, entry_classes(region).tolist()) if region else []
     procedures = [g for g in groups if g.procedures]
     lengths = [count_tokens(e["text"]) for e in region if e["kind"] == "procedure"]
     start = parse_window(key)[0]  # type: ignore[index]
     known = {e.family for e in bank if e.session < start}
+    written = {e["family"] for e in region if e["session"] >= start}
+    retrieved = {e["family"] for e in region if e["session"] < start}  # visible: the region's older entries
+
+    def scores(older: bool) -> list[float]:  # the cited trajectories' final scores (read_trajectory shows them)
+        cited = {p["trajectory_id"] for e in region if (e["session"] < start) == older for p in e["provenance"]}
+        return [pool.trajectories[t].final_score for t in cited if t in pool.trajectories]
+
+    new, old = scores(False), scores(True)
     return [min((g.support for g in procedures), default=1.0), max((g.tasks for g in procedures), default=0),
             float(np.mean(lengths)) if lengths else 0.0, sum("failed after" in e["text"] for e in region),
             sum(e["kind"] == "pitfall" for e in region), start, len(groups),
-            len({e["family"] for e in region} - known)]
+            sum(e["session"] < start for e in region), len(written - retrieved),
+            float(np.mean(new)) if new else 0.0, float(np.mean(old)) if old else 0.0,
+            float(np.mean([v >= 100 for v in new])) if new else 0.0, len(written - known)]
 
 
 def analyse(record: dict[str, Any], pool: BankPool) -> dict[str, Any]:
