@@ -11,7 +11,7 @@ import gzip
 import json
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -120,12 +120,38 @@ def load_pool(name: str, expected_hash: str | None = None) -> BankPool:
     if not path.exists():
         raise FileNotFoundError(f"No bank pool {name!r}: build it with `dreamer-gym acquire --out {name}.json.gz`")
     with gzip.open(path, "rt", encoding="utf-8") as fh:
-        pool = BankPool.from_dict(json.load(fh))
+        data = json.load(fh)
+    pool = derived_pool(data) if "derived_from" in data else BankPool.from_dict(data)
     if expected_hash is not None and pool.hash != expected_hash:
         raise PoolHashMismatch(
             f"Bank pool {name!r} hashes to {pool.hash}, but the env spec pins {expected_hash}; "
             "reinstall dreamer-gym or pass the matching pool"
         )
+    return pool
+
+
+def derived_pool(data: dict[str, Any]) -> BankPool:
+    """A pool that is another pool's banks cut into other regions: ``{"derived_from": NAME, "base_hash": HASH,
+    "region_scheme": {...}}``. Why: a new region scheme (windows with retrieved entries) is a new pool with its
+    own hash, but shipping the banks twice would double the package data; the base is loaded by its pinned hash,
+    so the derived pool can never sit on other banks than the ones it was made from."""
+    for key in ("derived_from", "base_hash", "region_scheme"):
+        if key not in data:
+            raise ValueError(f"a derived pool file needs `{key}` (it has {sorted(data)}): write it with "
+                             "`derive_pool_file`")
+    pool = replace(load_pool(data["derived_from"], data["base_hash"]),
+                   region_scheme=RegionScheme(**data["region_scheme"]))
+    if data.get("hash") and data["hash"] != pool.hash:
+        raise PoolHashMismatch(f"derived pool file says {data['hash']} but its content hashes to {pool.hash}")
+    return pool
+
+
+def derive_pool_file(base: str, region_scheme: RegionScheme, path: str | Path) -> BankPool:
+    """Write a derived pool file (:func:`derived_pool`) for ``base`` cut by ``region_scheme``; returns the pool."""
+    data = {"derived_from": base, "base_hash": load_pool(base).hash, "region_scheme": region_scheme.to_dict()}
+    pool = derived_pool(data)
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        json.dump({**data, "hash": pool.hash}, fh, sort_keys=True)
     return pool
 
 

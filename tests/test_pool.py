@@ -1,12 +1,16 @@
 """The frozen bank pool: shipped, hash-pinned, and reproducible from real acquisition."""
 from __future__ import annotations
 
+import gzip
+import json
+
 import pytest
 
 from dreamer_gym.acquisition import AcquisitionConfig, acquire
 from dreamer_gym.contract.ids import SCIENCEWORLD_POOL_HASH
 from dreamer_gym.errors import PoolHashMismatch
-from dreamer_gym.pool import load_pool
+from dreamer_gym.memory import RegionScheme
+from dreamer_gym.pool import derive_pool_file, load_pool
 from dreamer_gym.suites.scienceworld import ScienceWorldSuite
 
 
@@ -61,3 +65,29 @@ def test_rebuilding_seed_0_reproduces_the_shipped_bank() -> None:
     # the JVM is launched deterministic (see DEFAULT_JAVA_OPTS): its gold paths equal the recorded ones
     for task, path in gold.items():
         assert tuple(path) == pool.train_gold[task.family][task.variation]
+
+
+def test_a_derived_pool_is_its_base_cut_into_other_regions(tmp_path) -> None:
+    base = load_pool("scienceworld-windows-v0")
+    derived = load_pool("scienceworld-windows-r3-v0", "p28d93d125475cebe")
+    assert derived.banks == base.banks and derived.trajectories == base.trajectories
+    assert derived.region_scheme == RegionScheme("window", sessions=4, stride=2, retrieved=3)
+    assert derived.hash != base.hash  # the region scheme is part of what a pool's hash pins
+    # a window of the derived pool holds the older entries its episodes retrieved; the base's does not
+    key = base.region_keys(0)[2]
+    with_retrieved = derived.region_scheme.select(derived.banks[0], key, derived.trajectories, 50).entry_ids
+    written = base.region_scheme.select(base.banks[0], key, base.trajectories, 50).entry_ids
+    assert set(written) < set(with_retrieved)
+    # writing it again reproduces the shipped file's pool; a base of other banks is refused by its pinned hash
+    again = derive_pool_file("scienceworld-windows-v0", derived.region_scheme, tmp_path / "again.json.gz")
+    assert again.hash == derived.hash
+    bad = tmp_path / "bad.json.gz"
+    with gzip.open(bad, "wt") as fh:
+        json.dump({"derived_from": "scienceworld-windows-v0", "base_hash": "p0000000000000000",
+                   "region_scheme": {"kind": "window", "retrieved": 3}}, fh)
+    with pytest.raises(PoolHashMismatch, match="pins p0000000000000000"):
+        load_pool(str(bad))
+    with gzip.open(bad, "wt") as fh:
+        json.dump({"derived_from": "scienceworld-windows-v0"}, fh)
+    with pytest.raises(ValueError, match="needs `base_hash`"):
+        load_pool(str(bad))
