@@ -1,6 +1,18 @@
 """Rendered boards: ``leaderboards/README.md`` (tables per track) and ``leaderboards/index.html`` (the same
 tables, a plot per track and a per-family view), from results files only. The rows and table cells come from
-``board.py``; this module only lays them out.
+``board.py``; this module only lays them out, for a reader who has 30 seconds:
+
+* one line at the top of the page and of each board says what the brackets are, what "normalised" means and
+  how many regions and episodes stand behind a row;
+* the plot shows the measure the table ranks by (IQM of normalised scores; the track score on a board without
+  ``empty`` and ``oracle`` rows) with its 95% CI as a whisker, one row per consolidator on the y axis, its name
+  a tick label (labels cannot collide), ranked rows in rank order, rows listed apart greyed below a divider,
+  and bank size in a second panel on the same rows;
+* wide tables scroll inside their own box, and the plot scales to its container: the page never scrolls
+  sideways, at desktop or phone width (``tests/leaderboard/test_page_layout.py`` checks both in Chromium).
+
+A table cell that starts with ``#family-`` is a link to that row of the per-family table (whose rows carry
+``id="family-{track}-{slug(name)}"``), on the page and, from the Markdown, into ``index.html``.
 """
 from __future__ import annotations
 
@@ -9,27 +21,147 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
-from dreamer_gym.leaderboard.aggregate import FLAT_POINTS
-from dreamer_gym.leaderboard.board import (Board, build_board, family_rows, load_results, table_rows, transfer_rows,
-                                           verified_rows)
+from dreamer_gym.leaderboard.aggregate import BOOTSTRAP_REPS, FLAT_POINTS
+from dreamer_gym.leaderboard.board import (Board, Row, build_board, family_rows, load_results, table_rows,
+                                           transfer_rows, verified_rows)
+from dreamer_gym.leaderboard.rows import slug
 
-__all__ = ["README_END", "README_START", "build_board", "html_page", "markdown", "plot_svg", "render"]
+__all__ = ["README_END", "README_START", "build_board", "html_page", "markdown", "plot_svg", "reading_line",
+           "render"]
 
 README_START, README_END = "<!-- boards:start -->", "<!-- boards:end -->"
+FAMILY_LINK = "#family-"  # a table cell that is an anchor into the per-family table
+LABEL_CHARS = 44  # a longer row name is cut in the plot (the table holds it whole)
+
+PAGE_LINE = (f"How to read a board: a number in brackets is its 95% confidence interval, a stratified bootstrap "
+             f"({BOOTSTRAP_REPS:,} draws) that resamples banks within each family; \"normalised\" puts each family "
+             "on one scale, the empty bank at 0 and the oracle at 1; rows whose intervals overlap are not "
+             "separated by the board (docs/leaderboard.md, \"Reading the page\").")
+
+
+def family_anchor(track: str, name: str) -> str:
+    """The id of a consolidator's row in a track's per-family table (what a ``#family-`` cell points to)."""
+    return f"family-{track}-{slug(name)}"
+
+
+def _column(header: Sequence[str], *starts: str) -> int | None:
+    return next((i for i, h in enumerate(header) if h.lower().startswith(starts)), None)
+
+
+def reading_line(board: Board) -> str:
+    """One line, at the top of a board: its brackets, its scale and what stands behind a row."""
+    header, cells = table_rows(board)
+    n = _column(header, "n:", "n ", "n (")
+    values = sorted({cell[n] for cell in cells}) if n is not None else []
+    if len(values) == 1:
+        behind = f"behind every row ({header[n]}): {values[0]}"  # type: ignore[index]
+    elif n is not None:
+        behind = f"the regions (bank x family) and TEST episodes behind each row are in column {header[n]!r}"
+    else:
+        behind = "every row is scored on the same regions (bank x family) and TEST episodes"
+    if board.normalised:
+        counted = len(board.families) - len(board.flagged)
+        scale = (f"ranked by the IQM of normalised in-family scores (per family: empty 0, oracle 1; "
+                 f"{counted} of {len(board.families)} families count"
+                 + (f", the flagged ones have an oracle within {FLAT_POINTS:g} points of empty" if board.flagged
+                    else "") + ")")
+    else:
+        scale = "not normalised (no `empty` and `oracle` rows yet): ranked and plotted by track score"
+    return f"[Brackets] are 95% CIs (stratified bootstrap over banks within families); {scale}; {behind}."
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= LABEL_CHARS else name[:LABEL_CHARS - 1] + "\u2026"
+
+
+def _apart(row: Row) -> str:
+    """Why a row is listed apart (a short plot label; the table's note says it in full)."""
+    if row.kind == "reference":
+        return "reference"
+    if row.stale:
+        return "stale"
+    if not row.eligible:
+        return "ineligible"
+    return "sampled"
+
+
+def plot_svg(board: Board) -> str:
+    """The ranking as a dot-and-whisker chart (an SVG string): the measure the table ranks by with its 95% CI,
+    one consolidator per y row (its name a tick label), and bank tokens in a second panel on the same rows.
+
+    Why this layout: names as tick labels are spaced by the row height, so no two can meet however close the
+    scores are (the old scatter's annotations piled up when rows tied); whiskers show which rows the board
+    separates; the x axis is the ranked measure, so the plot and the table tell the same order."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    header, cells = table_rows(board)
+    r, c = _column(header, "rank"), _column(header, "consolidator")
+    ranks = {} if r is None or c is None else {cell[c]: cell[r] for cell in cells}
+    rows = list(board.rows)
+    ranked = sum(row.ranked for row in rows)
+    labels = [f"{ranks.get(row.name, '')} {_short(row.name)}".strip() if row.ranked
+              else f"{_short(row.name)} ({_apart(row)})" for row in rows]
+    if board.normalised:
+        points = [(row.aggregates.get("iqm"), row.aggregates.get("iqm_ci")) for row in rows]
+        measure = "IQM, normalised (95% CI)"
+    else:
+        points = [(row.score, row.score_ci) for row in rows]
+        measure = "track score (95% CI)"
+    style = {"svg.hashsalt": board.track,  # stable ids: the same results give the same page
+             "svg.fonttype": "none",  # text stays text: searchable, small, measurable in the browser
+             "font.size": 8}
+    with matplotlib.rc_context(style):
+        fig, (ax, sizes) = plt.subplots(1, 2, sharey=True, figsize=(5.2, 0.9 + 0.24 * len(rows)),
+                                        width_ratios=(3, 1.25), layout="constrained")
+        for y, (row, (value, ci)) in enumerate(zip(rows, points)):
+            colour = "tab:blue" if row.ranked else "0.6"
+            if value is not None:
+                err = None if ci is None else [[value - ci[0]], [ci[1] - value]]
+                ax.errorbar(value, y, xerr=err, fmt="o", color=colour, ms=4, capsize=2, lw=1.2)
+            sizes.barh(y, row.tokens, height=0.6, color=colour)
+        if board.normalised:
+            for x in (0.0, 1.0):
+                ax.axvline(x, color="0.75", lw=0.8, ls=":")
+        for panel in (ax, sizes):
+            if 0 < ranked < len(rows):
+                panel.axhline(ranked - 0.5, color="0.4", lw=0.8, ls="--")
+            panel.grid(axis="x", alpha=0.3)
+            panel.xaxis.set_major_locator(MaxNLocator(nbins=5 if panel is ax else 2, steps=[1, 2, 2.5, 5, 10]))
+        ax.set_yticks(range(len(rows)), labels)
+        for tick, row in zip(ax.get_yticklabels(), rows):
+            tick.set_color("black" if row.ranked else "0.45")
+        ax.set_ylim(len(rows) - 0.5, -0.5)  # rank 1 on top
+        ax.set_xlabel(measure)
+        sizes.set_xlabel("bank tokens")
+        sizes.tick_params(axis="y", left=False)
+        fig.get_layout_engine().set(w_pad=8 / 72, h_pad=6 / 72)  # room for the browser's own font metrics
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+        plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def _md_cell(text: str) -> str:
+    if text.startswith(FAMILY_LINK):
+        return f"[per family](index.html{text})"
+    return text.replace("|", "/")
 
 
 def markdown(boards: Sequence[Board]) -> str:
     def md(header: list[str], cells: list[list[str]]) -> str:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in cells]
+        lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in cells]
         return "\n".join(lines)
 
     parts = [README_START, "", "*Rendered by `dreamer-gym leaderboard render` from `leaderboards/results/`; do not "
-             "edit by hand. The HTML page with plots: [`index.html`](index.html).*", ""]
+             "edit by hand. The HTML page with plots: [`index.html`](index.html).*", "", f"*{PAGE_LINE}*", ""]
     for board in boards:
-        parts += [f"### Track `{board.track}`", ""]
-        if not board.normalised:
-            parts += ["(no `empty` and `oracle` rows on this track yet: scores are not normalised)", ""]
+        parts += [f"### Track `{board.track}`", "", f"*{reading_line(board)}*", ""]
         parts += [md(*table_rows(board)), ""]
         if board.verified:
             parts += ["Verified runs (the board ran the consolidator itself on banks acquired from seeds drawn at "
@@ -46,59 +178,66 @@ def markdown(boards: Sequence[Board]) -> str:
     return "\n".join(parts)
 
 
-def plot_svg(board: Board) -> str:
-    """Score (in-family, 0-100) against bank tokens, one labelled point per row; an SVG string."""
-    import matplotlib
+def _html_cell(text: str) -> str:
+    if text.startswith(FAMILY_LINK):
+        return f'<td><a href="{html.escape(text)}">per family</a></td>'
+    if text.endswith("]") and " [" in text:  # a value and its CI read as one: never broken across lines
+        return f'<td class="ci">{html.escape(text)}</td>'
+    return f"<td>{html.escape(text)}</td>"
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    plt.rcParams["svg.hashsalt"] = board.track  # stable ids: the same results give the same page
-    plt.rcParams["svg.fonttype"] = "none"  # text stays text: searchable and small
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    for row in board.rows:
-        marker = "o" if row.ranked else "x"
-        ax.scatter(row.tokens, row.in_family, marker=marker, color="tab:blue" if row.ranked else "tab:gray")
-        ax.annotate(row.name, (row.tokens, row.in_family), fontsize=7, xytext=(3, 3), textcoords="offset points")
-    ax.set_xlabel("bank tokens after consolidation (region mean)")
-    ax.set_ylabel("in-family score after (0-100)")
-    ax.set_title(f"track {board.track}: score vs bank size (o ranked, x listed apart)")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None})
-    plt.close(fig)
-    text = buf.getvalue()
-    return text[text.index("<svg"):]
+def _html_line(text: str) -> str:
+    """A reading line (Markdown-ish: `code`) as HTML."""
+    parts = html.escape(text).split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
+def _table(header: list[str], cells: list[list[str]], css: str, ids: Sequence[str] | None = None) -> str:
+    """A table in a box that scrolls sideways on its own, so a wide table never widens the page."""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join((f'<tr id="{html.escape(ids[i])}">' if ids else "<tr>")
+                   + "".join(_html_cell(c) for c in row) + "</tr>" for i, row in enumerate(cells))
+    return (f'<div class="scroll"><table class="{css}"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
+
+
+STYLE = ("*{box-sizing:border-box}html,body{overflow-x:hidden}"
+         "body{font-family:sans-serif;margin:0 auto;padding:1em;max-width:80em;line-height:1.4}"
+         "p{overflow-wrap:anywhere}.how{background:#f6f8fa;border-left:3px solid #4a7ab5;padding:.4em .7em}"
+         ".scroll{overflow-x:auto;max-width:100%;margin:1em 0}table{border-collapse:collapse}"
+         "td,th{border:1px solid #ccc;padding:.3em .6em;font-size:.9em;vertical-align:top}th{background:#f3f3f3}"
+         "td.ci{white-space:nowrap}"
+         ".plot svg{display:block;width:100%;max-width:40em;height:auto}")
 
 
 def html_page(boards: Sequence[Board]) -> str:
-    def table(header: list[str], cells: list[list[str]], css: str) -> str:
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in cells)
-        return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
     sections = []
     for board in boards:
-        fam = (table(*family_rows(board), "per-family") if board.families
-               else "<p>No per-family view: this track has no empty and oracle rows yet.</p>")
+        if board.families:
+            header, cells = family_rows(board)
+            fam = _table(header, cells, "per-family", [family_anchor(board.track, row[0]) for row in cells])
+        else:
+            fam = "<p>No per-family view: this track has no empty and oracle rows yet.</p>"
+        track = html.escape(board.track)
         sections.append(
-            f'<section class="board" id="track-{html.escape(board.track)}"><h2>Track {html.escape(board.track)}</h2>'
-            f'{table(*table_rows(board), "ranking")}'
-            + (f'<h3>Verified runs</h3>{table(*verified_rows(board), "verified")}' if board.verified else "") +
+            f'<section class="board" id="track-{track}"><h2>Track {track}</h2>'
+            f'<p class="how">{_html_line(reading_line(board))}</p>'
             f'<div class="plot">{plot_svg(board)}</div>'
+            f'{_table(*table_rows(board), "ranking")}'
+            + (f'<h3>Verified runs</h3>{_table(*verified_rows(board), "verified")}' if board.verified else "") +
             f'<h3>Per family (normalised: empty 0, oracle 1)</h3>{fam}</section>')
     transfer = transfer_rows(boards)
     if transfer is not None:
         sections.append(f'<section class="board" id="track-transfer"><h2>Track transfer</h2>'
-                        f'{table(*transfer, "transfer")}</section>')
-    style = ("body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}"
-             "td,th{border:1px solid #ccc;padding:.3em .6em;font-size:.9em}th{background:#f3f3f3}")
-    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>dreamer_gym leaderboards</title>"
-            f"<style>{style}</style></head><body><h1>dreamer_gym leaderboards</h1>"
+                        f'{_table(*transfer, "transfer")}</section>')
+    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>dreamer_gym leaderboards</title><style>{STYLE}</style></head><body>"
+            "<h1>dreamer_gym leaderboards</h1>"
             "<p>Every row is a re-scored submission: the board replayed its committed banks and scored them on the "
             "track's TEST episodes (docs/leaderboard.md). Scores are beside bank sizes; references read privileged "
-            "evidence and are not ranked.</p>" + "".join(sections) + "</body></html>\n")
+            f"evidence and are not ranked.</p><p class=\"how\">{_html_line(PAGE_LINE)}</p>"
+            + "".join(sections) + "</body></html>\n")
 
 
 def render(results_dir: Path, out_dir: Path) -> list[Path]:

@@ -1,0 +1,139 @@
+"""The rendered page's layout, measured in headless Chromium on the committed results: at desktop (1400 px) and
+phone (390 px) width no two labels of a plot overlap, no label is cut off by its plot, the page never scrolls
+sideways, and every ``#family-`` link lands on a row of a per-family table. Screenshots of both widths go to
+``$DREAMER_GYM_SCREENSHOTS`` (``leaderboards/screenshots`` for the checked-in ones) or to a tmp folder."""
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dreamer_gym.leaderboard.board import Board, build_board
+from dreamer_gym.leaderboard.render import _html_cell, _md_cell, plot_svg, render
+
+ROOT = Path(__file__).parent.parent.parent
+WIDTHS = {"desktop": 1400, "narrow": 390}
+MAX_SHOT_HEIGHT = 4000  # px: a screenshot is the top of a page this tall at most (a few hundred KB as PNG)
+
+# per plot SVG: its box, its labels' boxes, and the label pairs whose boxes intersect
+MEASURE = """() => [...document.querySelectorAll('.plot svg')].map(svg => {
+  const box = svg.getBoundingClientRect();
+  const labels = [...svg.querySelectorAll('text')].map(t => {
+    const r = t.getBoundingClientRect();
+    return {text: t.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom};
+  }).filter(r => r.right > r.left && r.bottom > r.top);
+  const overlaps = [];
+  for (let i = 0; i < labels.length; i++) for (let j = i + 1; j < labels.length; j++) {
+    const a = labels[i], b = labels[j];
+    if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) overlaps.push([a.text, b.text]);
+  }
+  return {id: svg.closest('section').id, width: box.width, box: {left: box.left, right: box.right, top: box.top,
+          bottom: box.bottom}, labels, overlaps};
+})"""
+LINKS = """() => [...document.querySelectorAll('a[href^="#family-"]')].map(a => {
+  const id = a.getAttribute('href').slice(1);
+  return {id, found: document.getElementById(id) !== null};
+})"""
+
+
+@pytest.fixture(scope="module")
+def page_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """index.html rendered from the committed results (the README beside it is a scratch copy)."""
+    out = tmp_path_factory.mktemp("board")
+    return render(ROOT / "leaderboards" / "results", out)[1]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    from dreamer_gym.suites.web.chromium import DEFAULT_CHROMIUM, check_chromium
+
+    check_chromium()
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=DEFAULT_CHROMIUM, headless=True, args=["--no-sandbox"])
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def _save_screenshot(png: bytes, path: Path) -> int:
+    """The top of the page (at most MAX_SHOT_HEIGHT px) as a 64-colour PNG: text on white stays sharp and the
+    checked-in file stays small. Returns its size in bytes."""
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png))
+    image = image.crop((0, 0, image.width, min(image.height, MAX_SHOT_HEIGHT))).convert("RGB")
+    image.quantize(colors=64).save(path, optimize=True)
+    return path.stat().st_size
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("device", list(WIDTHS))
+def test_the_page_has_readable_plots_and_no_sideways_scroll(device: str, page_path: Path, browser: Any,
+                                                            tmp_path: Path) -> None:
+    width = WIDTHS[device]
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        page.goto(page_path.resolve().as_uri())
+        plots = page.evaluate(MEASURE)
+        assert {p["id"] for p in plots} == {"track-alfworld-gen", "track-miniwob", "track-scienceworld"}
+        for plot in plots:
+            assert len(plot["labels"]) >= 4, plot["id"]  # ticks, axis titles and a label per row were measured
+            assert plot["overlaps"] == [], f"{plot['id']} at {width} px: labels overlap: {plot['overlaps']}"
+            box = plot["box"]
+            cut = [lb["text"] for lb in plot["labels"] if lb["left"] < box["left"] - 1 or lb["right"] > box["right"] + 1
+                   or lb["top"] < box["top"] - 1 or lb["bottom"] > box["bottom"] + 1]
+            assert cut == [], f"{plot['id']} at {width} px: labels cut off by the plot's edge: {cut}"
+            assert plot["width"] <= width, plot  # the plot scales to its container
+        sizes = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+        assert sizes[0] <= sizes[1] == width, f"the page scrolls sideways at {width} px: scrollWidth {sizes[0]}"
+        wide = page.evaluate("() => [...document.querySelectorAll('.scroll')].filter(d => d.scrollWidth > "
+                             "d.clientWidth).length")
+        if device == "narrow":
+            assert wide >= 1  # the wide tables are there, and scroll inside their own box
+        links = page.evaluate(LINKS)
+        assert [link["id"] for link in links if not link["found"]] == [], "per-family links without their row"
+        folder = Path(os.environ.get("DREAMER_GYM_SCREENSHOTS") or tmp_path)
+        folder.mkdir(parents=True, exist_ok=True)
+        size = _save_screenshot(page.screenshot(full_page=True), folder / f"leaderboard-{device}-{width}px.png")
+        assert 0 < size < 400_000
+    finally:
+        page.close()
+
+
+def _record(name: str, reward: float) -> dict[str, Any]:
+    """A re-scored results record on two banks x one family (the shape build_board reads)."""
+    records = [{"bank_index": b, "family": "a", "reward": reward + 0.01 * b, "score_before": 40.0, "score_after": 50.0,
+                "size_before": {"tokens": 200}, "size_after": {"tokens": 100}, "episode_errors": [],
+                "episodes": [{"in_family": True, "after": 50.0, "before": 40.0}]} for b in (0, 1)]
+    return {"consolidator": {"name": name, "kind": "contender", "config": {}, "trained_on": []}, "tier": "re-scored",
+            "protocol_version": _protocol(), "records": records,
+            "summary": {"score": reward + 0.005, "tokens_after": 100.0}}
+
+
+def _protocol() -> int:
+    from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION
+
+    return PROTOCOL_VERSION
+
+
+def test_a_board_without_empty_and_oracle_plots_the_track_score_and_says_so() -> None:
+    board: Board = build_board("scienceworld", [_record("mine", 0.02), _record("theirs", 0.01)])
+    assert not board.normalised
+    svg = plot_svg(board)
+    assert "track score (95% CI)" in svg and "IQM" not in svg
+    assert "1 mine" in svg and "2 theirs" in svg  # the table's rank beside the name
+    assert plot_svg(board) == svg  # deterministic: the same results render the same page
+
+
+def test_a_per_family_cell_is_a_link_in_html_and_markdown() -> None:
+    anchor = "#family-scienceworld-grpo-seed-0"
+    assert _html_cell(anchor) == f'<td><a href="{anchor}">per family</a></td>'
+    assert _md_cell(anchor) == f"[per family](index.html{anchor})"
+    assert _html_cell("0.37 [0.17, 0.51]") == '<td class="ci">0.37 [0.17, 0.51]</td>'  # never broken in two
