@@ -424,12 +424,27 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _cmd_power(args: argparse.Namespace) -> int:
+    if args.track:
+        return _cmd_track_power(args)
     from dreamer_gym.studies.power import PowerConfig, run, to_markdown
 
+    out = args.out or Path("runs/power.json")
     study = dataclass_kwargs(args, PowerConfig, skip=POWER_SKIP, dest_prefix="power.")
     config = PowerConfig(env_id=args.env, families=tuple(args.families.split(",")) if args.families else None, **study)
-    print(to_markdown(run(config, args.out, progress=not args.quiet)))
-    print(f"wrote {args.out}")
+    print(to_markdown(run(config, out, progress=not args.quiet)))
+    print(f"wrote {out}")
+    return 0
+
+
+def _cmd_track_power(args: argparse.Namespace) -> int:
+    """``power --track NAME...``: each track's MDD on its committed results and the sizing table."""
+    from dreamer_gym.studies.track_power import TrackPowerConfig, run, to_markdown
+
+    out = args.out or Path(f"runs/track-power-{'-'.join(args.track)}.json")
+    config = TrackPowerConfig(**dataclass_kwargs(args, TrackPowerConfig, dest_prefix="track_power."))
+    records = run(args.track, args.results, config, out, progress=not args.quiet)
+    print("\n".join(to_markdown(r) for r in records.values()))
+    print(f"wrote {out}")
     return 0
 
 
@@ -554,6 +569,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser; where ``argv`` is a ``train`` command line, ``train`` gets its ``--algo``'s config flags."""
     from dreamer_gym.studies.learnability import LearnabilityConfig
     from dreamer_gym.studies.power import PowerConfig
+    from dreamer_gym.studies.track_power import TrackPowerConfig
     from dreamer_gym.studies.validity import ValidityConfig
 
     parser = argparse.ArgumentParser(prog="dreamer-gym", description=DESCRIPTION, formatter_class=_HelpFormatter,
@@ -637,12 +653,20 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
     add_leaderboard_parser(sub)
 
-    p = sub.add_parser("power", help="the reward's noise and the commits a GRPO group needs (registered id as is)")
+    p = sub.add_parser("power", help="the reward's noise and the commits a GRPO group needs (registered id as is); "
+                       "with --track: a track's minimum detectable difference and the size that reaches a target")
     p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0", help=ENV_HELP)
     p.add_argument("--families", default="", help="comma-separated families (default: every family of the pool)")
     g = p.add_argument_group("study (PowerConfig fields)")
     add_dataclass_arguments(g, PowerConfig, skip=POWER_SKIP, dest_prefix="power.")
-    p.add_argument("--out", type=Path, default=Path("runs/power.json"), help="the JSON record (default: runs/power.json)")
+    g = p.add_argument_group("track power (--track; TrackPowerConfig fields, docs/power.md)")
+    g.add_argument("--track", nargs="+", default=None, metavar="TRACK",
+                   help="instead of the reward study: each track's MDD on its committed results, and its sizing table")
+    g.add_argument("--results", type=Path, default=None, help="results folder (default: the checkout's "
+                   "leaderboards/results)")
+    add_dataclass_arguments(g, TrackPowerConfig, dest_prefix="track_power.")
+    p.add_argument("--out", type=Path, default=None, help="the JSON record (default: runs/power.json; with --track, "
+                   "runs/track-power-TRACKS.json)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_power)
 
