@@ -325,13 +325,20 @@ def track_mdd(track_name: str, results_dir: str | Path | None = None, config: Tr
         pairs.append(_pair_record(upper, lower, cells, config))
         all_cells.append(cells)
     i = _median_pair(pairs)
+    sized = sizing(data, all_cells[i], config)
+    chosen = sized["recommended_same_families"]["mdd_track"]
+    if chosen is not None:  # how every neighbouring pair fares at the yardstick's design (its own components)
+        for pair, cells in zip(pairs, all_cells):
+            components = {f: variance_components(m) for f, m in cells.items()}
+            pair["mdd_track_at_recommended"] = mdd(predicted_se(components, data.caps, chosen["banks"],
+                                                                chosen["episodes_per_region"], len(cells), "track"))
     scores = episode_scores(data.rows[0][1])
     regions = sum(len({k[0] for k in scores[f]}) for f in data.denominators)
     episodes = sum(len(scores[f]) for f in data.denominators)
     return {"track": track_name, "regions": regions, "episodes": episodes, "banks": data.banks,
             "families": sorted(data.denominators), "flagged": list(data.flagged), "caps": data.caps,
             "rows": [name for name, _ in data.rows], "pairs": pairs, "yardstick": pairs[i], "mdd": pairs[i]["mdd"],
-            "sizing": sizing(data, all_cells[i], config), "config": asdict(config)}
+            "sizing": sized, "config": asdict(config)}
 
 
 # --- output --------------------------------------------------------------------------------------------------------
@@ -342,12 +349,13 @@ def to_markdown(record: Mapping[str, Any]) -> str:
              f"{len(record['families'])} families (TEST variations {record['caps']}); median neighbouring pair "
              f"{y['upper']} - {y['lower']}: spread {y['spread']:.3f}, SE {y['se_crossed']:.4f}, "
              f"**MDD at 80% power {y['mdd']:.3f}** normalised.", "",
-             "| neighbouring pair | mean diff | spread (sd per episode) | SE crossed | SE nested | MDD | MDD nested |",
-             "|---|---|---|---|---|---|---|"]
+             "| neighbouring pair | mean diff | spread (sd per episode) | SE crossed | SE nested | MDD | MDD nested "
+             "| MDD track at the recommended design |", "|---|---|---|---|---|---|---|---|"]
     for p in record["pairs"]:
         mark = " (median)" if p is y else ""
+        later = f"{p['mdd_track_at_recommended']:.3f}" if "mdd_track_at_recommended" in p else "n/a"
         lines.append(f"| {p['upper']} - {p['lower']}{mark} | {p['mean_diff']:+.3f} | {p['spread']:.3f} | "
-                     f"{p['se_crossed']:.4f} | {p['se_nested']:.4f} | {p['mdd']:.3f} | {p['mdd_nested']:.3f} |")
+                     f"{p['se_crossed']:.4f} | {p['se_nested']:.4f} | {p['mdd']:.3f} | {p['mdd_nested']:.3f} | {later} |")
     comps = "; ".join(f"{f}: bank {c['bank']:.4f}, variation {c['variation']:.4f}, residual {c['residual']:.4f}"
                       for f, c in s["components"].items())
     lines += ["", f"Variance components of the median pair ({comps}).", "",
