@@ -94,6 +94,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """Check and re-score a submission; write one results file per track; exit 1 with the reason if rejected."""
     import time
 
+    from dreamer_gym.leaderboard.rescore_cache import default_root
     from dreamer_gym.leaderboard.submission import SubmissionError, dumps, load_submission
     from dreamer_gym.leaderboard.validate import validate
 
@@ -107,6 +108,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         check_rows_free(data, args.out_dir)
         timings: dict[str, float] = {}
         results = validate(data, references=references, progress=not args.quiet, workers=args.workers, timings=timings,
+                           cache=None if args.no_cache else (args.cache or default_root()),
                            **({"store_path": str(args.store)} if args.store else {}))
     except SubmissionError as exc:
         print(f"rejected: {args.file}: {exc}", file=sys.stderr)
@@ -117,7 +119,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         out.write_text(dumps(result))
         print(f"accepted ({result['tier']}): {result['track']}: score {result['summary']['score']:+.4f} -> {out}")
     print(f"validated in {time.perf_counter() - start:.1f} s (checks {timings['checks_s']:.1f} s, re-score "
-          f"{timings.get('rescore_s', 0.0):.1f} s)", file=sys.stderr)
+          f"{timings.get('rescore_s', 0.0):.1f} s: {timings.get('episodes_played', 0):.0f} episodes played, "
+          f"{timings.get('episodes_cached', 0):.0f} from the cache)", file=sys.stderr)
     return 0
 
 
@@ -174,7 +177,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         try:
             record = verify(track, args.consolidator, work, seeds=args.seeds, kind=_kind(args.consolidator, args.kind),
                             trained_on=args.trained_on, progress=not args.quiet, workers=args.workers,
-                            timings=timings)
+                            timings=timings, **({"regions": args.regions} if args.regions is not None else {}))
         except SubmissionError as exc:
             print(f"verification failed: {exc}", file=sys.stderr)
             return 1
@@ -222,7 +225,10 @@ def add_parser(sub: Any) -> None:
     v = lsub.add_parser("validate", help="check a submission and re-score its banks; rejects with the reason")
     v.add_argument("file", type=Path)
     v.add_argument("--out-dir", type=Path, default=RESULTS_DIR, help="results files go to OUT_DIR/TRACK/NAME.json")
-    v.add_argument("--store", type=Path, default=None, help="SQLite evaluation cache (default: none, in memory)")
+    v.add_argument("--store", type=Path, default=None, help="SQLite evaluation cache file (beats --cache)")
+    v.add_argument("--cache", type=Path, default=None, help="folder of the per-track re-scoring caches (default: "
+                   "$DREAMER_GYM_CACHE/rescore; docs/performance.md, 'Re-scoring a track')")
+    v.add_argument("--no-cache", action="store_true", help="re-score with an empty in-memory cache (every episode played)")
     v.add_argument("--references", type=Path, default=SUBMISSIONS_DIR,
                    help="folder of submissions; those of kind 'reference' are what a contender may not copy")
     v.add_argument("--workers", type=int, default=1)
@@ -238,6 +244,9 @@ def add_parser(sub: Any) -> None:
     w.add_argument("--trained-on", nargs="*", default=[], metavar="ENV_ID")
     w.add_argument("--seeds", type=int, nargs="+", default=None,
                    help="bank seeds (default: drawn now from the OS's entropy; pass them only to reproduce a run)")
+    w.add_argument("--regions", type=int, default=None,
+                   help="regions to verify, on fresh banks of all the track's families (default: "
+                   "dreamer_gym.leaderboard.verify.DEFAULT_REGIONS; size it with `dreamer-gym power`)")
     w.add_argument("--work-dir", type=Path, default=None, help="keep the fresh pool and submission here")
     w.add_argument("--out-dir", type=Path, default=RESULTS_DIR)
     w.add_argument("--workers", type=int, default=1)

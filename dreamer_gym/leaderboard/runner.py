@@ -73,12 +73,14 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run_track(track: Track, consolidator: Consolidator, *, name: str | None = None, service: str = "process",
-              progress: bool = True, episode_secret: str | bytes | None = None, **free: Any) -> TrackResult:
+              progress: bool = True, episode_secret: str | bytes | None = None,
+              evaluation: dict[str, int] | None = None, **free: Any) -> TrackResult:
     """Run ``consolidator`` on every region of ``track``; ``free``: ``workers``, ``executor``, ``store_path``.
 
     ``service="inprocess"`` is for tests of the machinery only: it isolates nothing. ``episode_secret``: the
     service derives each region's evaluation draw from its seed under this secret (``None``: from the seed
-    alone, the track's published episodes).
+    alone, the track's published episodes). ``evaluation``, if given, receives the service's evaluation counts
+    (``hits``: episodes served by the cache, ``misses``: episodes played), what re-scoring costs.
     """
     from tqdm.auto import tqdm
 
@@ -101,6 +103,8 @@ def run_track(track: Track, consolidator: Consolidator, *, name: str | None = No
         finally:
             env.close()
         ledger = reward_service.finish()
+        if evaluation is not None:
+            evaluation.update(reward_service.stats())
     finally:
         reward_service.close()
     check_ledger(ledger, commits)

@@ -30,6 +30,7 @@ import hashlib
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from dreamer_gym.consolidators.base import call
@@ -37,6 +38,7 @@ from dreamer_gym.envs.tools import CHARS_PER_TOKEN
 from dreamer_gym.errors import ConfigError, EvaluationFailed
 from dreamer_gym.leaderboard.grounding import track_grounding
 from dreamer_gym.leaderboard.intake import check_clean
+from dreamer_gym.leaderboard.rescore_cache import cached_free
 from dreamer_gym.leaderboard.rows import builtin_rule
 from dreamer_gym.leaderboard.runner import TrackResult, run_track, summarise
 from dreamer_gym.leaderboard.similarity import reader_similarity, reference_blocks
@@ -405,12 +407,17 @@ def results_record(data: dict[str, Any], track: Track, records: list[dict[str, A
 
 
 def validate(data: Any, *, extra_tracks: Mapping[str, Track] | None = None, references: Sequence[dict[str, Any]] = (),
-             progress: bool = True, timings: dict[str, float] | None = None, **free: Any) -> list[dict[str, Any]]:
+             progress: bool = True, timings: dict[str, float] | None = None, cache: Path | None = None,
+             **free: Any) -> list[dict[str, Any]]:
     """Check ``data`` and re-score it; one results record per track, or a SubmissionError.
 
     ``free``: where and how fast to evaluate (``workers``, ``executor``, ``store_path``), as for
-    :func:`~dreamer_gym.leaderboard.run_track`. ``timings``, if given, receives the seconds spent on the
-    checks and on the re-score (never the results: they hold no time)."""
+    :func:`~dreamer_gym.leaderboard.run_track`. ``cache``: a folder holding each track's evaluation cache
+    (:mod:`~dreamer_gym.leaderboard.rescore_cache`: the before side of every region, and every episode whose
+    retrieval a submission left unchanged, are played once per track, pool and code; ``None``: in memory, empty).
+    ``timings``, if given, receives the seconds spent on the checks and on the re-score and the episodes played
+    and served by the cache (never the results: they hold no time, and a cached episode is the same result as a
+    played one)."""
     import time
 
     timings = {} if timings is None else timings
@@ -421,11 +428,15 @@ def validate(data: Any, *, extra_tracks: Mapping[str, Track] | None = None, refe
     for checked in checked_blocks:
         start = time.perf_counter()
         rule = builtin_rule(data["consolidator"])
+        counts: dict[str, int] = {}
+        where = {**cached_free(checked.track, cache, free), "evaluation": counts}
         if rule is None:
-            records = rescore(checked.track, checked.block, progress=progress, **free)
+            records = rescore(checked.track, checked.block, progress=progress, **where)
         else:
-            records = rerun(checked.track, checked.block, rule, progress=progress, **free)
+            records = rerun(checked.track, checked.block, rule, progress=progress, **where)
         timings["rescore_s"] = timings.get("rescore_s", 0.0) + time.perf_counter() - start
+        for key, count in (("episodes_played", counts.get("misses", 0)), ("episodes_cached", counts.get("hits", 0))):
+            timings[key] = timings.get(key, 0) + count
         compare_claims(checked.index, checked.block, records)
         record = results_record(data, checked.track, records, "re-scored", references=references)
         if rule is not None:

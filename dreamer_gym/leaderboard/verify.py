@@ -15,9 +15,17 @@ the oracle's banks on the same fresh pool as the reference a contender may not c
 
 Only held-out tracks are verified this way (their pool is a held-out pool by definition); a track scored on
 its training id's pool holds out the suite, not the banks.
+
+Cost (docs/performance.md, "Re-scoring a track"): a verification visits ``regions`` regions (default
+:data:`DEFAULT_REGIONS`), drawn at verification like everything else: whole fresh banks, ``ceil(regions /
+families)`` of them, each with every family of the track (a bank's families share its acquisition, so a part
+of a bank costs nearly all of it). Its three scored stages play on one evaluation cache in the work dir: the
+oracle's run plays the before side of every region once, the consolidator's run shares it, and the re-score
+replays the consolidator's calls onto the same banks and episodes, so it plays nothing new.
 """
 from __future__ import annotations
 
+import math
 import random
 import secrets
 import sys
@@ -44,6 +52,22 @@ from dreamer_gym.leaderboard.validate import check_data, compare_claims, rescore
 
 # fresh bank seeds come from here: far from the seeds any shipped pool was acquired on (0-5, 100-102)
 SEED_LOW, SEED_HIGH = 10_000, 2**31 - 1
+# regions a verification visits unless told otherwise: the protocol-2 track's 12 (3 banks x 4 families), which
+# verify in 3-7 minutes on 2 cores; a track with more regions is verified on a fresh subset of this size. The
+# power computation of the track (`dreamer-gym power`) is what should size it: pass `regions` (`--regions`)
+DEFAULT_REGIONS = 12
+# the evaluation cache the stages share, in the work dir (hidden from the sandbox like the fresh pool)
+CACHE_FILE = "evaluation-cache.sqlite"
+
+
+def verification_banks(track: Track, regions: int | None) -> int:
+    """How many fresh banks a verification of ``regions`` regions acquires: whole banks, each with all of the
+    track's families, never more than the track has (``None``: all of them)."""
+    if regions is None:
+        return len(track.banks)
+    if isinstance(regions, bool) or not isinstance(regions, int) or regions < 1:
+        raise ConfigError(f"`regions` must be a positive int (the regions a verification visits), got {regions!r}")
+    return min(len(track.banks), math.ceil(regions / len(track.families)))
 
 
 def draw_seeds(n: int) -> list[int]:
@@ -97,12 +121,13 @@ def acquire_pool(track: Track, seeds: list[int], out: Path, *, eval_variations: 
     return out, pool.hash, drawn
 
 
-def verification_track(track: Track, pool: Path, pool_hash: str) -> Track:
-    """The shipped track with the fresh pool: the same families, banks, episodes, budgets and seed."""
+def verification_track(track: Track, pool: Path, pool_hash: str, banks: int | None = None) -> Track:
+    """The shipped track with the fresh pool: the same families, episodes, budgets and seed, on the pool's
+    ``banks`` fresh banks (default: as many as the track has)."""
     if not track.held_out:
         raise ConfigError(f"track {track.name!r} is scored on its training id's pool; only held-out tracks have a "
                           "verified tier (docs/leaderboard.md)")
-    return replace(track, pool=str(pool), pool_hash=pool_hash)
+    return replace(track, pool=str(pool), pool_hash=pool_hash, banks=tuple(range(banks or len(track.banks))))
 
 
 def write_track(track: Track, path: Path) -> Path:
@@ -171,16 +196,21 @@ def verify(track: Track, consolidator: str, work_dir: Path, *, seeds: list[int] 
            kind: str | None = None, trained_on: list[str] | None = None, eval_variations: int = 20,
            gold_variations: int = 20, test_variations: Mapping[str, Sequence[int]] | None = None,
            episode_secret: str | None = None, sandbox: Sandbox | None = None, timeout_s: float = 3600.0,
-           progress: bool = False, timings: dict[str, float] | None = None, **free: Any) -> dict[str, Any]:
+           progress: bool = False, timings: dict[str, float] | None = None, regions: int | None = DEFAULT_REGIONS,
+           **free: Any) -> dict[str, Any]:
     """Run ``consolidator`` on a fresh draw of ``track`` in the sandbox, check and re-score; a results record of
     tier ``verified``. ``seeds``, ``test_variations`` and ``episode_secret`` default to fresh draws (pass the
-    recorded ones only to reproduce a run); ``sandbox`` defaults to bubblewrap on PATH. A sandbox that is missing
-    or fails its self-test raises :class:`~dreamer_gym.leaderboard.sandbox.SandboxUnavailable` before any work."""
+    recorded ones only to reproduce a run); ``regions``: how many regions to visit (:func:`verification_banks`
+    fresh banks; ``None``: as many as the track; given ``seeds`` say it themselves); ``sandbox`` defaults to
+    bubblewrap on PATH. A sandbox that is missing or fails its self-test raises
+    :class:`~dreamer_gym.leaderboard.sandbox.SandboxUnavailable` before any work."""
     source = "given (a re-run of an earlier verification)" if seeds is not None else "drawn at verification (OS entropy)"
-    seeds = sorted(seeds) if seeds is not None else draw_seeds(len(track.banks))
-    if len(seeds) != len(track.banks):
-        raise ConfigError(f"track {track.name!r} has {len(track.banks)} banks; got {len(seeds)} seeds")
+    seeds = sorted(seeds) if seeds is not None else draw_seeds(verification_banks(track, regions))
+    if not 1 <= len(seeds) <= len(track.banks) or len(set(seeds)) != len(seeds):
+        raise ConfigError(f"track {track.name!r} has {len(track.banks)} banks; got {len(seeds)} seeds ({seeds}): give "
+                          f"1 to {len(track.banks)} distinct bank seeds")
     episode_secret = episode_secret if episode_secret is not None else secrets.token_hex(16)
+    free = {"store_path": str(work_dir.resolve() / CACHE_FILE), **free}  # the stages share their episodes
     # the fresh pool lives in work_dir: hidden from the consolidator like the shipped ones
     sandbox = replace(sandbox or Sandbox(), hidden=(*(sandbox.hidden if sandbox else ()), work_dir.resolve()))
     sandbox.self_test()  # refuse before minutes of acquisition, not after
@@ -189,7 +219,7 @@ def verify(track: Track, consolidator: str, work_dir: Path, *, seeds: list[int] 
         pool_path, pool_hash, drawn = acquire_pool(track, seeds, work_dir / "pool.json.gz",
                                                    eval_variations=eval_variations, gold_variations=gold_variations,
                                                    test_variations=test_variations, progress=progress)
-    fresh = verification_track(track, pool_path.resolve(), pool_hash)
+    fresh = verification_track(track, pool_path.resolve(), pool_hash, len(seeds))
     write_track(fresh, work_dir / f"{track.name}.yaml")
     with stage("oracle", "the oracle's banks on the fresh pool (the reference a contender may not copy)"):
         references = reference_banks(fresh, progress=progress, episode_secret=episode_secret, **free)
@@ -202,6 +232,7 @@ def verify(track: Track, consolidator: str, work_dir: Path, *, seeds: list[int] 
         records = rescore(fresh, checked.block, progress=progress, episode_secret=episode_secret, **free)
         compare_claims(0, checked.block, records)
     verification = {"bank_seeds": seeds, "pool_hash": pool_hash, "eval_variations": eval_variations,
+                    "regions": len(fresh.regions()), "track_regions": len(track.regions()),
                     "oracle_score": references[0]["tracks"][0]["claimed"]["score"],
                     "gold_variations": gold_variations, "seed_source": source, "test_variations": drawn,
                     "episode_secret": episode_secret, "sandbox": "bubblewrap"}
