@@ -1,0 +1,47 @@
+"""`MemoryConsolidation-ScienceWorldWindows-v0` on real ScienceWorld: window regions with retrieved entries, and
+20 in-family episodes a commit drawn over the window's tasks (issue 31)."""
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import pytest
+
+import dreamer_gym  # noqa: F401  (registers the ids)
+from dreamer_gym.contract.ids import SCIENCEWORLD_WINDOWS_POOL_HASH, SUPERSEDED
+from dreamer_gym.errors import ConfigError
+from dreamer_gym.memory import parse_window
+
+ENV_ID = "MemoryConsolidation-ScienceWorldWindows-v0"
+
+
+def test_the_windows_id_pins_its_pool_and_supersedes_nothing() -> None:
+    kwargs = gym.spec(ENV_ID).kwargs
+    assert kwargs["pool"] == "scienceworld-windows-r3-v0" and kwargs["pool_hash"] == SCIENCEWORLD_WINDOWS_POOL_HASH
+    assert kwargs["eval_in_family"] == 20 and kwargs["frozen"]["eval_in_family"] == 20
+    assert ENV_ID not in SUPERSEDED and ENV_ID not in SUPERSEDED.values()
+
+
+@pytest.mark.jvm
+def test_a_window_region_holds_retrieved_entries_and_scores_on_its_tasks() -> None:
+    env = gym.make(ENV_ID)
+    try:
+        pool = env.unwrapped.pool
+        key = pool.region_keys(0)[3]
+        obs, info = env.reset(seed=0, options={"bank": 0, "region": key})
+        assert obs["region"].startswith(f"Region {key}:")
+        first = parse_window(key)[0]
+        older = [e for e in info["region"] if e["session"] < first]  # what the window's episodes read back
+        assert older and len(older) < len(info["region"])
+        window_families = {e["family"] for e in info["region"] if e["session"] >= first}
+        env.step(json.dumps({"tool": "keep", "ids": [e["id"] for e in info["region"]]}))
+        _, reward, terminated, _, info = env.step(json.dumps({"tool": "commit"}))
+        assert terminated and reward == 0.0  # the same bank plays the same deterministic episodes
+        own = [e for e in info["episodes"] if e["in_family"]]
+        assert len(own) == 20 and {e["family"] for e in own} <= window_families
+        assert all(not e["in_family"] and e["family"] not in window_families
+                   for e in info["episodes"] if not e["in_family"])
+        with pytest.raises(ConfigError, match="time windows, not families"):
+            env.reset(seed=0, options={"family": "boil"})
+    finally:
+        env.close()
