@@ -187,7 +187,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     out.write_text(dumps(record))
     print(f"verified: {track.name}: score {record['summary']['score']:+.4f} on bank seeds "
           f"{record['verification']['bank_seeds']} -> {out}")
-    parts = ", ".join(f"{k[:-2]} {v:.1f} s" for k, v in timings.items())
+    parts = ", ".join(f"{k[:-2]} {v:.1f} s" for k, v in timings.items() if k.endswith("_s"))
     print(f"verified in {time.perf_counter() - start:.1f} s ({parts})", file=sys.stderr)
     return 0
 

@@ -229,8 +229,11 @@ def verify(track: Track, consolidator: str, work_dir: Path, *, seeds: list[int] 
         (work_dir / "submission.json").write_text(dumps(data))  # kept for the record; the board reads `data`
     with stage("re-score", "the submission's checks, then its banks re-scored on TEST episodes"):
         [checked] = check_data(data, {fresh.name: fresh}, references=references)
-        records = rescore(fresh, checked.block, progress=progress, episode_secret=episode_secret, **free)
+        counts: dict[str, int] = {}
+        records = rescore(fresh, checked.block, progress=progress, episode_secret=episode_secret, evaluation=counts,
+                          **free)
         compare_claims(0, checked.block, records)
+    stage.timings["rescore_episodes_played"] = counts.get("misses", 0)  # 0: the consolidator's run played them
     verification = {"bank_seeds": seeds, "pool_hash": pool_hash, "eval_variations": eval_variations,
                     "regions": len(fresh.regions()), "track_regions": len(track.regions()),
                     "oracle_score": references[0]["tracks"][0]["claimed"]["score"],

@@ -10,7 +10,16 @@ from test_submissions import FAMILY
 
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.leaderboard import Track, load_track
-from dreamer_gym.leaderboard.verify import SEED_LOW, draw_seeds, draw_test_variations, verification_track, verify
+from dreamer_gym.leaderboard.verify import (
+    CACHE_FILE,
+    DEFAULT_REGIONS,
+    SEED_LOW,
+    draw_seeds,
+    draw_test_variations,
+    verification_banks,
+    verification_track,
+    verify,
+)
 
 
 def test_seeds_are_fresh_each_time_and_far_from_every_shipped_pool() -> None:
@@ -30,6 +39,30 @@ def test_only_held_out_tracks_have_a_verified_tier(tmp_path: Path) -> None:
         verification_track(load_track("alfworld-gen"), tmp_path / "pool.json.gz", "p0")
 
 
+def test_a_verification_visits_a_fresh_subset_of_whole_banks() -> None:
+    """4 families x 3 banks: the regions asked for, rounded up to whole banks (a bank's families share its
+    acquisition), never more than the track has; a 200-region track is verified on DEFAULT_REGIONS of them."""
+    track = load_track("scienceworld")
+    assert [verification_banks(track, n) for n in (1, 4, 5, 8, 12, 100)] == [1, 1, 2, 2, 3, 3]
+    assert verification_banks(track, None) == 3 and DEFAULT_REGIONS == 12
+    big = Track(**{**track.__dict__, "name": "big", "banks": tuple(range(50))})  # 200 regions
+    assert verification_banks(big, DEFAULT_REGIONS) == 3 and verification_banks(big, 50) == 13
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ConfigError, match=r"`regions` must be a positive int .* got"):
+            verification_banks(track, bad)  # type: ignore[arg-type]
+
+
+def test_the_verification_track_holds_the_drawn_banks_only(tmp_path: Path) -> None:
+    fresh = verification_track(load_track("scienceworld"), tmp_path / "pool.json.gz", "pfresh", banks=2)
+    assert fresh.banks == (0, 1) and len(fresh.regions()) == 8 and fresh.pool_hash == "pfresh"
+
+
+def test_too_many_or_repeated_seeds_are_refused_before_any_work(tmp_path: Path) -> None:
+    for seeds in ([10_001, 10_002, 10_003, 10_004], [10_001, 10_001], []):
+        with pytest.raises(ConfigError, match="give 1 to 3 distinct bank seeds"):
+            verify(load_track("scienceworld"), "dedupe", tmp_path, seeds=seeds)
+
+
 @pytest.mark.jvm
 def test_verify_runs_the_consolidator_in_its_sandbox_on_a_fresh_draw(tmp_path: Path,
                                                                      capfd: pytest.CaptureFixture[str]) -> None:
@@ -43,8 +76,11 @@ def test_verify_runs_the_consolidator_in_its_sandbox_on_a_fresh_draw(tmp_path: P
     for i, stage in enumerate(("acquire", "oracle", "consolidator", "re-score"), start=1):
         assert f"[{i}/4] {stage}: " in said and f"[{i}/4] {stage}: done in" in said
     assert "'dedupe' in the bubblewrap sandbox" in said
-    assert set(timings) == {"acquire_s", "oracle_s", "consolidator_s", "rescore_s"}
+    assert set(timings) == {"acquire_s", "oracle_s", "consolidator_s", "rescore_s", "rescore_episodes_played"}
+    # the stages share one cache: the re-score replays the consolidator's banks on its episodes, playing nothing
+    assert timings["rescore_episodes_played"] == 0 and (tmp_path / CACHE_FILE).is_file()
     assert record["tier"] == "verified" and record["track"] == "tiny-verify"
+    assert record["verification"]["regions"] == record["verification"]["track_regions"] == 1
     [seed] = record["verification"]["bank_seeds"]
     assert seed >= SEED_LOW and record["verification"]["seed_source"].startswith("drawn at verification")
     assert len(record["verification"]["episode_secret"]) == 32 and record["verification"]["sandbox"] == "bubblewrap"
