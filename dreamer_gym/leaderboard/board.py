@@ -3,7 +3,9 @@ cells of its tables, shared by the Markdown and the HTML renderers (``render.py`
 
 Ranked rows are contenders and fixed baselines of the current protocol that are eligible for the track;
 references (privileged), stale rows (an older protocol) and ineligible rows are listed apart, below the
-ranking. Every score sits beside its bank size.
+ranking. Every score sits beside its bank size and the regions and episodes behind it. Rows that committed the
+same banks are one row that lists its submitters, and neighbouring rows the paired bootstrap cannot separate
+share a rank (``ranking.py``).
 """
 from __future__ import annotations
 
@@ -15,8 +17,18 @@ from typing import Any
 
 import numpy as np
 
-from dreamer_gym.leaderboard.aggregate import Normaliser, aggregate, best_fixed, region_scores, score_ci
-from dreamer_gym.leaderboard.rows import ANCHORS, FIXED_RULES
+from dreamer_gym.leaderboard.aggregate import (
+    Normaliser,
+    aggregate,
+    best_fixed,
+    iqm_difference,
+    mean_difference,
+    region_scores,
+    reward_matrix,
+    score_ci,
+)
+from dreamer_gym.leaderboard.ranking import Comparison, compare_neighbours, identical_groups, rank_labels
+from dreamer_gym.leaderboard.rows import ANCHORS, FIXED_RULES, slug
 from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION
 
 SCIENCEWORLD_ID = "MemoryConsolidation-ScienceWorld-v0"
@@ -41,6 +53,12 @@ class Row:
     verified: dict[str, Any] | None = None  # the agreeing verified run of this consolidator, if any
     grounding: float | None = None  # share of its claims the cited trajectories hold (leaderboard/grounding.py)
     reader_similarity: float | None = None  # mean max reader-level Jaccard to a reference (leaderboard/similarity.py)
+    submitters: list[str] = field(default_factory=list)  # every row name whose banks are these (itself first)
+    regions: int = 0
+    episodes: int = 0  # in-family episodes played over its regions (the normalised score's)
+    distinct_episodes: int = 0  # distinct (family, variation) among them: regions replay the same TEST episodes
+    matrix: np.ndarray | None = None  # the ranking measure's (banks x families) cells
+    rank: str = "-"
 
     @property
     def ranked(self) -> bool:
@@ -58,6 +76,8 @@ class Row:
             notes.append("not trained on ScienceWorld alone")
         if self.llm is not None:
             notes.append(f"{self.llm['model']} on {self.llm['backend']}, {self.llm['decoding']}")
+        if len(self.submitters) > 1:
+            notes.append(f"same banks from {len(self.submitters)} submitters: " + ", ".join(self.submitters))
         return "; ".join(notes)
 
 
@@ -82,6 +102,7 @@ class Board:
     flagged: tuple[str, ...]
     baseline: str | None
     normalised: bool
+    comparisons: list[Comparison] = field(default_factory=list)  # each ranked row against the ranked row above
 
 
 def load_results(results_dir: Path) -> dict[str, list[dict[str, Any]]]:
@@ -93,7 +114,8 @@ def load_results(results_dir: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 def build_board(track: str, all_results: Sequence[dict[str, Any]]) -> Board:
-    """One track's rows (re-scored records, ranked and listed apart) and its verified runs."""
+    """One track's rows (re-scored records, ranked and listed apart; identical banks merged), their neighbouring
+    comparisons and ranks, and the verified runs."""
     results = [r for r in all_results if r["tier"] == "re-scored"]
     current = [r for r in results if r["protocol_version"] == PROTOCOL_VERSION]
     # the normalising rows and the fixed baselines are built-in rows only: `builtin` is written by validate when
@@ -107,30 +129,31 @@ def build_board(track: str, all_results: Sequence[dict[str, Any]]) -> Board:
             matrices[r["consolidator"]["name"]] = normaliser.matrix(r)[0]
     fixed = [r["consolidator"]["name"] for r in current if r.get("builtin") in FIXED_RULES]
     baseline = best_fixed(matrices, fixed)
+    made = {id(r): _row(track, r) for r in results}
     rows = []
-    for r in results:
-        name = r["consolidator"]["name"]
-        scores = list(region_scores(r).values())
-        trained = set(r["consolidator"]["trained_on"])
-        eligible = track not in SUITE_HELD_OUT or trained <= {SCIENCEWORLD_ID}
-        row = Row(name, r["consolidator"]["kind"], r["tier"], r["protocol_version"] != PROTOCOL_VERSION, eligible,
-                  r["consolidator"].get("llm"), float(r["summary"]["score"]), float(np.mean(scores)),
-                  float(r["summary"]["tokens_after"]), score_ci(r))
-        row.grounding = (r.get("grounding") or {}).get("share")
-        row.reader_similarity = (r.get("reader_similarity") or {}).get("mean")
-        if normaliser is not None and name in matrices and not row.stale:
-            base = matrices.get(baseline) if baseline is not None and name != baseline else None
-            row.aggregates = aggregate(matrices[name], base)
+    for group in identical_groups(results, key=lambda r: (made[id(r)].ranked, made[id(r)].stale)):
+        r, row = group[0], made[id(group[0])]
+        row.submitters = [g["consolidator"]["name"] for g in group]
+        row.matrix = reward_matrix(r)
+        if normaliser is not None and row.name in matrices and not row.stale:
+            base = matrices.get(baseline) if baseline is not None and row.name != baseline else None
+            row.aggregates = aggregate(matrices[row.name], base)
             row.per_family = normaliser.per_family(r)
+            row.matrix = matrices[row.name]
         rows.append(row)
     rows.sort(key=lambda w: (not w.ranked, -(w.aggregates.get("iqm") if w.aggregates.get("iqm") is not None
-                                           else w.score), w.name))
+                                           else w.score), -w.score, w.name))
+    ranked = [w for w in rows if w.ranked]
+    comparisons = compare_neighbours([w.name for w in ranked], {w.name: w.matrix for w in ranked},
+                                     iqm_difference if normaliser is not None else mean_difference)
+    for w, label in zip(ranked, rank_labels(comparisons, len(ranked))):
+        w.rank = label
     verified = []
     for r in all_results:
         if r["tier"] != "verified" or r["protocol_version"] != PROTOCOL_VERSION:
             continue
         name = r["consolidator"]["name"]
-        row = next((w for w in rows if w.name == name and not w.stale), None)
+        row = next((w for w in rows if name in w.submitters and not w.stale), None)
         score = float(r["summary"]["score"])
         agrees = None if row is None or row.score_ci is None else bool(row.score_ci[0] <= score <= row.score_ci[1])
         run = VerifiedRun(name, score, float(r["summary"]["tokens_after"]), list(r["verification"]["bank_seeds"]),
@@ -140,7 +163,23 @@ def build_board(track: str, all_results: Sequence[dict[str, Any]]) -> Board:
             row.verified = {"seeds": run.seeds, "score": score}
     families = tuple(sorted({f for r in rows for f in r.per_family}))
     return Board(track, rows, sorted(verified, key=lambda v: v.name), families,
-                 normaliser.flagged if normaliser else (), baseline, normaliser is not None)
+                 normaliser.flagged if normaliser else (), baseline, normaliser is not None, comparisons)
+
+
+def _row(track: str, r: dict[str, Any]) -> Row:
+    """A results file's row before aggregates: its scores, its CI and what stands behind it."""
+    scores = list(region_scores(r).values())
+    trained = set(r["consolidator"]["trained_on"])
+    eligible = track not in SUITE_HELD_OUT or trained <= {SCIENCEWORLD_ID}
+    row = Row(r["consolidator"]["name"], r["consolidator"]["kind"], r["tier"], r["protocol_version"] != PROTOCOL_VERSION,
+              eligible, r["consolidator"].get("llm"), float(r["summary"]["score"]), float(np.mean(scores)),
+              float(r["summary"]["tokens_after"]), score_ci(r))
+    row.grounding = (r.get("grounding") or {}).get("share")
+    row.reader_similarity = (r.get("reader_similarity") or {}).get("mean")
+    own = [(e.get("family", rec["family"]), e.get("variation")) for rec in r["records"] for e in rec["episodes"]
+           if e["in_family"]]
+    row.regions, row.episodes, row.distinct_episodes = len(r["records"]), len(own), len(set(own))
+    return row
 
 
 def _ci(value: float | None, ci: Sequence[float] | None, digits: int = 2, sign: str = "") -> str:
@@ -153,17 +192,33 @@ def table_rows(board: Board) -> tuple[list[str], list[list[str]]]:
     """The header and cells of a board's table (shared by the Markdown and the HTML)."""
     header = ["rank", "consolidator", "tier", "IQM (normalised)", "mean (normalised)",
               f"P(improvement) over {board.baseline or 'best fixed'}", "track score", "in-family score", "bank tokens",
-              "grounding", "reader similarity to a reference", "note"]
+              "N: regions, in-family episodes (distinct)", "grounding", "reader similarity to a reference",
+              "per family", "note"]
     cells = []
-    rank = 0
     for row in board.rows:
-        rank += row.ranked
         a = row.aggregates
         tier = "re-scored + verified" if row.verified else row.tier
-        cells.append([str(rank) if row.ranked else "-", row.name, tier, _ci(a.get("iqm"), a.get("iqm_ci")),
+        cells.append([row.rank, row.name, tier, _ci(a.get("iqm"), a.get("iqm_ci")),
                       _ci(a.get("mean"), a.get("mean_ci")), _ci(a.get("p_improvement"), a.get("p_improvement_ci")),
                       _ci(row.score, row.score_ci, 4, "+"), f"{row.in_family:.1f}", f"{row.tokens:.0f}",
-                      _ci(row.grounding, None), _ci(row.reader_similarity, None), row.note])
+                      f"{row.regions}, {row.episodes} ({row.distinct_episodes})", _ci(row.grounding, None),
+                      _ci(row.reader_similarity, None), family_anchor(board.track, row.name) if row.per_family else "",
+                      row.note])
+    return header, cells
+
+
+def family_anchor(track: str, name: str) -> str:
+    """The link to a row's line in the per-family table (the page gives that line this id)."""
+    return f"#family-{track}-{slug(name)}"
+
+
+def comparison_rows(board: Board) -> tuple[list[str], list[list[str]]]:
+    """The paired comparison of neighbouring ranked rows: the difference of the ranking measure with its 95% CI
+    (banks resampled within families, the same draws for both rows) and whether the two share a rank."""
+    measure = "IQM (normalised)" if board.normalised else "track score"
+    header = ["row", "row above", f"difference in {measure} [95% CI]", "shares rank"]
+    cells = [[c.name, c.above, _ci(c.difference, c.ci, 3, "+"), "n/a" if c.difference is None else
+              ("yes" if c.shares_rank else "no")] for c in board.comparisons]
     return header, cells
 
 
@@ -192,7 +247,7 @@ def transfer_rows(boards: Sequence[Board]) -> tuple[list[str], list[list[str]]] 
 
     transfer = load_track("transfer")
     held_out = [name for role, name in transfer.members if role == "held out"]  # type: ignore[union-attr]
-    by_track = {b.track: {r.name: r for r in b.rows if not r.stale} for b in boards}
+    by_track = {b.track: {n: r for r in b.rows if not r.stale for n in r.submitters} for b in boards}
     present = [t for t in held_out if t in by_track]
     if not present:
         return None

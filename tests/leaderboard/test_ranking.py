@@ -1,0 +1,100 @@
+"""Ranks on the committed boards: identical banks are one row, rows the paired bootstrap cannot separate share a
+rank, and every row says what stands behind it."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dreamer_gym.leaderboard.board import build_board, comparison_rows, load_results, table_rows
+from dreamer_gym.leaderboard.ranking import Comparison, bank_fingerprint, rank_labels
+from dreamer_gym.leaderboard.rows import slug
+
+RESULTS = Path(__file__).parent.parent.parent / "leaderboards" / "results"
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, list[dict]]:
+    return load_results(RESULTS)
+
+
+def test_rows_with_identical_banks_collapse_into_one_row_listing_its_submitters(results: dict) -> None:
+    board = build_board("scienceworld", results["scienceworld"])
+    grpo = [r for r in board.rows if r.name.startswith("grpo") or r.name.startswith("oplevel (seed 0)")]
+    assert len(grpo) == 1  # the GRPO seeds and oplevel seed 0 committed the same banks
+    row = grpo[0]
+    assert row.name == "grpo, ops grammar (SmolLM2-135M, seed 0)" and len(row.submitters) == 4
+    assert "oplevel (seed 0)" in row.submitters and "same banks from 4 submitters" in row.note
+    keep_all = next(r for r in board.rows if r.name == "keep-all")  # the built-in row names its group
+    assert keep_all.submitters == ["keep-all", "oplevel (seed 1)"]
+    names = [r.name for r in board.rows]
+    assert len(names) == len(set(names)) and "oplevel (seed 2)" in names
+
+
+def test_the_fingerprint_sees_one_episode_change(results: dict) -> None:
+    dedupe = next(r for r in results["scienceworld"] if r["consolidator"]["name"] == "dedupe" and r["tier"] ==
+                  "re-scored")
+    changed = copy.deepcopy(dedupe)
+    changed["records"][5]["episodes"][2]["after"] += 1.0
+    assert bank_fingerprint(dedupe) == bank_fingerprint(copy.deepcopy(dedupe)) != bank_fingerprint(changed)
+
+
+def test_rank_labels_share_a_rank_where_the_ci_against_the_row_above_holds_zero() -> None:
+    def c(shares: bool) -> Comparison:
+        return Comparison("x", "y", 0.1, (-0.1, 0.2) if shares else (0.05, 0.2), shares)
+
+    assert rank_labels([c(False), c(True), c(False), c(False)], 5) == ["1", "2=", "2=", "4", "5"]
+    assert rank_labels([c(True), c(True)], 3) == ["1=", "1=", "1="]
+    assert rank_labels([], 1) == ["1"] and rank_labels([], 0) == []
+
+
+@pytest.mark.parametrize("track", ["scienceworld", "alfworld-gen", "miniwob"])
+def test_each_ranked_row_is_compared_with_the_row_above_and_ties_share_its_rank(results: dict, track: str) -> None:
+    board = build_board(track, results[track])
+    ranked = [r for r in board.rows if r.ranked]
+    assert [(c.name, c.above) for c in board.comparisons] == [(b.name, a.name) for a, b in zip(ranked, ranked[1:])]
+    for above, row, comp in zip(ranked, ranked[1:], board.comparisons):
+        lo, hi = comp.ci
+        assert lo <= comp.difference <= hi and comp.shares_rank == (lo <= 0 <= hi)
+        assert (row.rank.rstrip("=") == above.rank.rstrip("=")) == comp.shares_rank
+        if comp.shares_rank:
+            assert row.rank.endswith("=") and above.rank.endswith("=")
+    header, cells = comparison_rows(board)
+    assert header[:2] == ["row", "row above"] and len(cells) == len(ranked) - 1
+    assert all(c[3] in ("yes", "no") for c in cells)
+
+
+def test_rows_far_apart_get_their_own_ranks() -> None:
+    """Three rows a whole normalised unit apart on every region: no paired CI holds 0."""
+    def result(name: str, after: float, builtin: str | None = None) -> dict:
+        records = [{"bank_index": b, "family": f, "reward": after / 100, "size_after": {"tokens": 5, "entries": 1},
+                    "episodes": [{"family": f, "variation": v, "in_family": True, "before": 0.0,
+                                  "after": after + b + v} for v in range(2)]}
+                   for b in range(3) for f in ("a", "b")]
+        out = {"consolidator": {"name": name, "kind": "fixed" if builtin else "contender", "trained_on": [],
+                                "config": {}}, "tier": "re-scored", "protocol_version": 2, "records": records,
+               "summary": {"score": after / 100, "tokens_after": 5.0}}
+        return {**out, "builtin": builtin} if builtin else out
+
+    rows = [result("empty", 0.0, "empty"), result("oracle", 90.0, "oracle"), result("good", 60.0),
+            result("fair", 30.0)]
+    rows[1]["consolidator"]["kind"] = "reference"
+    board = build_board("scienceworld", rows)
+    assert [(r.name, r.rank) for r in board.rows if r.ranked] == [("good", "1"), ("fair", "2"), ("empty", "3")]
+    assert not any(c.shares_rank for c in board.comparisons)
+
+
+def test_each_row_shows_n_and_links_to_its_per_family_line(results: dict) -> None:
+    board = build_board("scienceworld", results["scienceworld"])
+    header, cells = table_rows(board)
+    n, link = header.index("N: regions, in-family episodes (distinct)"), header.index("per family")
+    dedupe = next(c for c in cells if c[1] == "dedupe")
+    record = next(r for r in results["scienceworld"] if r["consolidator"]["name"] == "dedupe")
+    in_family = [e for rec in record["records"] for e in rec["episodes"] if e["in_family"]]
+    distinct = {(e["family"], e["variation"]) for e in in_family}
+    assert dedupe[n] == f"{len(record['records'])}, {len(in_family)} ({len(distinct)})"
+    assert dedupe[link] == f"#family-scienceworld-{slug('dedupe')}"
+    assert all(len(c) == len(header) for c in cells)
+    assert np.isfinite([float(c[3].split()[0]) for c in cells if c[0] != "-"]).all()
