@@ -18,30 +18,27 @@ from __future__ import annotations
 
 import html
 import io
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from dreamer_gym.leaderboard.aggregate import BOOTSTRAP_REPS, FLAT_POINTS
-from dreamer_gym.leaderboard.board import (Board, Row, build_board, family_rows, load_results, table_rows,
-                                           transfer_rows, verified_rows)
-from dreamer_gym.leaderboard.rows import slug
+from dreamer_gym.leaderboard.board import (Board, Row, build_board, comparison_rows, family_anchor, family_rows,
+                                           load_results, table_rows, transfer_rows, verified_rows)
 
 __all__ = ["README_END", "README_START", "build_board", "html_page", "markdown", "plot_svg", "reading_line",
            "render"]
 
 README_START, README_END = "<!-- boards:start -->", "<!-- boards:end -->"
 FAMILY_LINK = "#family-"  # a table cell that is an anchor into the per-family table
-LABEL_CHARS = 44  # a longer row name is cut in the plot (the table holds it whole)
+LABEL_CHARS = 44
+COMPARISONS = ("Neighbouring rows, paired", "each ranked row against the row above: the difference of the ranked "
+               "measure and its 95% CI, the same bootstrap draws for both; a CI that includes 0 is a shared rank")  # a longer row name is cut in the plot (the table holds it whole)
 
 PAGE_LINE = (f"How to read a board: a number in brackets is its 95% confidence interval, a stratified bootstrap "
              f"({BOOTSTRAP_REPS:,} draws) that resamples banks within each family; \"normalised\" puts each family "
              "on one scale, the empty bank at 0 and the oracle at 1; rows whose intervals overlap are not "
              "separated by the board (docs/leaderboard.md, \"Reading the page\").")
-
-
-def family_anchor(track: str, name: str) -> str:
-    """The id of a consolidator's row in a track's per-family table (what a ``#family-`` cell points to)."""
-    return f"family-{track}-{slug(name)}"
 
 
 def _column(header: Sequence[str], *starts: str) -> int | None:
@@ -103,8 +100,9 @@ def plot_svg(board: Board) -> str:
     ranks = {} if r is None or c is None else {cell[c]: cell[r] for cell in cells}
     rows = list(board.rows)
     ranked = sum(row.ranked for row in rows)
-    labels = [f"{ranks.get(row.name, '')} {_short(row.name)}".strip() if row.ranked
-              else f"{_short(row.name)} ({_apart(row)})" for row in rows]
+    labels = [(f"{ranks.get(row.name, '')} {_short(row.name)}".strip() if row.ranked
+               else f"{_short(row.name)} ({_apart(row)})")
+              + (f" +{len(row.submitters) - 1} same banks" if len(row.submitters) > 1 else "") for row in rows]
     if board.normalised:
         points = [(row.aggregates.get("iqm"), row.aggregates.get("iqm_ci")) for row in rows]
         measure = "IQM, normalised (95% CI)"
@@ -113,9 +111,10 @@ def plot_svg(board: Board) -> str:
         measure = "track score (95% CI)"
     style = {"svg.hashsalt": board.track,  # stable ids: the same results give the same page
              "svg.fonttype": "none",  # text stays text: searchable, small, measurable in the browser
-             "font.size": 8}
+             "font.size": 10}
     with matplotlib.rc_context(style):
-        fig, (ax, sizes) = plt.subplots(1, 2, sharey=True, figsize=(5.2, 0.9 + 0.24 * len(rows)),
+        # the names' column grows with the longest name (~0.085 in a character at 10 pt), the panels keep their width
+        fig, (ax, sizes) = plt.subplots(1, 2, sharey=True, figsize=(4.3 + 0.085 * max(map(len, labels)), 1.1 + 0.3 * len(rows)),
                                         width_ratios=(3, 1.25), layout="constrained")
         for y, (row, (value, ci)) in enumerate(zip(rows, points)):
             colour = "tab:blue" if row.ranked else "0.6"
@@ -163,6 +162,8 @@ def markdown(boards: Sequence[Board]) -> str:
     for board in boards:
         parts += [f"### Track `{board.track}`", "", f"*{reading_line(board)}*", ""]
         parts += [md(*table_rows(board)), ""]
+        if board.comparisons:
+            parts += [f"{COMPARISONS[0]} ({COMPARISONS[1]}):", "", md(*comparison_rows(board)), ""]
         if board.verified:
             parts += ["Verified runs (the board ran the consolidator itself on banks acquired from seeds drawn at "
                       "verification):", "", md(*verified_rows(board)), ""]
@@ -204,10 +205,18 @@ def _table(header: list[str], cells: list[list[str]], css: str, ids: Sequence[st
 STYLE = ("*{box-sizing:border-box}html,body{overflow-x:hidden}"
          "body{font-family:sans-serif;margin:0 auto;padding:1em;max-width:80em;line-height:1.4}"
          "p{overflow-wrap:anywhere}.how{background:#f6f8fa;border-left:3px solid #4a7ab5;padding:.4em .7em}"
-         ".scroll{overflow-x:auto;max-width:100%;margin:1em 0}table{border-collapse:collapse}"
-         "td,th{border:1px solid #ccc;padding:.3em .6em;font-size:.9em;vertical-align:top}th{background:#f3f3f3}"
+         ".scroll{overflow-x:auto;max-width:100%;margin:1em 0}table{border-collapse:collapse;width:max-content}"
+         "td,th{border:1px solid #ccc;padding:.3em .6em;font-size:.9em;vertical-align:top;max-width:22em}th{background:#f3f3f3}"
          "td.ci{white-space:nowrap}"
-         ".plot svg{display:block;width:100%;max-width:40em;height:auto}")
+         ".plot svg{display:block;width:100%;height:auto}")
+
+
+def _plot_box(svg: str) -> str:
+    """The plot in a box no wider than its natural size (text the same size in every plot, never blown up) that
+    shrinks with the page (the SVG has a viewBox)."""
+    width = re.search(r'<svg[^>]*\swidth="([0-9.]+)pt"', svg)
+    style = f' style="max-width:{float(width.group(1)) * 4 / 3:.0f}px"' if width else ""
+    return f'<div class="plot"{style}>{svg}</div>'
 
 
 def html_page(boards: Sequence[Board]) -> str:
@@ -215,17 +224,20 @@ def html_page(boards: Sequence[Board]) -> str:
     for board in boards:
         if board.families:
             header, cells = family_rows(board)
-            fam = _table(header, cells, "per-family", [family_anchor(board.track, row[0]) for row in cells])
+            fam = _table(header, cells, "per-family", [family_anchor(board.track, row[0])[1:] for row in cells])
         else:
             fam = "<p>No per-family view: this track has no empty and oracle rows yet.</p>"
         track = html.escape(board.track)
-        sections.append(
-            f'<section class="board" id="track-{track}"><h2>Track {track}</h2>'
-            f'<p class="how">{_html_line(reading_line(board))}</p>'
-            f'<div class="plot">{plot_svg(board)}</div>'
-            f'{_table(*table_rows(board), "ranking")}'
-            + (f'<h3>Verified runs</h3>{_table(*verified_rows(board), "verified")}' if board.verified else "") +
-            f'<h3>Per family (normalised: empty 0, oracle 1)</h3>{fam}</section>')
+        parts = [f'<section class="board" id="track-{track}"><h2>Track {track}</h2>',
+                 f'<p class="how">{_html_line(reading_line(board))}</p>', _plot_box(plot_svg(board)),
+                 _table(*table_rows(board), "ranking")]
+        if board.comparisons:
+            parts.append(f"<h3>{COMPARISONS[0]}</h3><p>{html.escape(COMPARISONS[1])}.</p>"
+                         f"{_table(*comparison_rows(board), 'comparisons')}")
+        if board.verified:
+            parts.append(f'<h3>Verified runs</h3>{_table(*verified_rows(board), "verified")}')
+        parts.append(f"<h3>Per family (normalised: empty 0, oracle 1)</h3>{fam}</section>")
+        sections.append("".join(parts))
     transfer = transfer_rows(boards)
     if transfer is not None:
         sections.append(f'<section class="board" id="track-transfer"><h2>Track transfer</h2>'
