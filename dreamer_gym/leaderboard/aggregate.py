@@ -153,9 +153,10 @@ def bootstrap_distribution(statistic: Callable[..., Any], *matrices: np.ndarray,
 
 
 def expansion(n_rows: int, n_cols: int, level: float = LEVEL) -> float:
-    """How far the expanded interval stretches the percentile one about the estimate: the bootstrap's variance
+    """How far the ``expanded`` interval stretches the percentile one about the estimate: the bootstrap's variance
     of a mean of n draws is (n - 1) / n of the unbiased one, and with ``n_cols * (n_rows - 1)`` degrees of freedom
-    the quantile is Student's t, not the normal's (Hesterberg 2015, the "expanded percentile interval")."""
+    the quantile is Student's t, not the normal's (after Hesterberg 2015's expanded percentile interval, which
+    moves the percentile levels instead; measured against the ``t`` interval, docs/leaderboard.md)."""
     if n_rows < 2:
         return 1.0
     q = 0.5 + level / 2
