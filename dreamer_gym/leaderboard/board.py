@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from dreamer_gym.errors import ConfigError
 from dreamer_gym.leaderboard.aggregate import (
     Normaliser,
     aggregate,
@@ -29,7 +30,7 @@ from dreamer_gym.leaderboard.aggregate import (
 )
 from dreamer_gym.leaderboard.ranking import Comparison, compare_neighbours, identical_groups, rank_labels
 from dreamer_gym.leaderboard.rows import ANCHORS, FIXED_RULES, slug
-from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION
+from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION, load_track
 
 SCIENCEWORLD_ID = "MemoryConsolidation-ScienceWorld-v0"
 # tracks that hold out only the suite: they rank only policies trained on ScienceWorld alone (docs/validity.md)
@@ -57,6 +58,7 @@ class Row:
     regions: int = 0
     episodes: int = 0  # in-family episodes played over its regions (the normalised score's)
     distinct_episodes: int = 0  # distinct (family, variation) among them: regions replay the same TEST episodes
+    protocol: int = PROTOCOL_VERSION  # the track protocol it ran (board.ran_on names the env id)
     matrix: np.ndarray | None = None  # the ranking measure's (banks x families) cells
     rank: str = "-"
 
@@ -179,6 +181,7 @@ def _row(track: str, r: dict[str, Any]) -> Row:
     own = [(e.get("family", rec["family"]), e.get("variation")) for rec in r["records"] for e in rec["episodes"]
            if e["in_family"]]
     row.regions, row.episodes, row.distinct_episodes = len(r["records"]), len(own), len(set(own))
+    row.protocol = int(r["protocol_version"])
     return row
 
 
@@ -190,21 +193,35 @@ def _ci(value: float | None, ci: Sequence[float] | None, digits: int = 2, sign: 
 
 def table_rows(board: Board) -> tuple[list[str], list[list[str]]]:
     """The header and cells of a board's table (shared by the Markdown and the HTML)."""
-    header = ["rank", "consolidator", "tier", "IQM (normalised)", "mean (normalised)",
+    # what a reader needs first (rank, name, the ranked measure, what stands behind it, the per-family link and the
+    # protocol it ran) comes before the columns a narrow screen scrolls to
+    header = ["rank", "consolidator", "IQM (normalised)", "N: regions, in-family episodes (distinct)", "per family",
+              "ran on (protocol, env id)", "tier", "mean (normalised)",
               f"P(improvement) over {board.baseline or 'best fixed'}", "track score", "in-family score", "bank tokens",
-              "N: regions, in-family episodes (distinct)", "grounding", "reader similarity to a reference",
-              "per family", "note"]
+              "grounding", "reader similarity to a reference", "note"]
     cells = []
     for row in board.rows:
         a = row.aggregates
         tier = "re-scored + verified" if row.verified else row.tier
-        cells.append([row.rank, row.name, tier, _ci(a.get("iqm"), a.get("iqm_ci")),
-                      _ci(a.get("mean"), a.get("mean_ci")), _ci(a.get("p_improvement"), a.get("p_improvement_ci")),
-                      _ci(row.score, row.score_ci, 4, "+"), f"{row.in_family:.1f}", f"{row.tokens:.0f}",
-                      f"{row.regions}, {row.episodes} ({row.distinct_episodes})", _ci(row.grounding, None),
-                      _ci(row.reader_similarity, None), family_anchor(board.track, row.name) if row.per_family else "",
-                      row.note])
+        cells.append([row.rank, row.name, _ci(a.get("iqm"), a.get("iqm_ci")),
+                      f"{row.regions}, {row.episodes} ({row.distinct_episodes})",
+                      family_anchor(board.track, row.name) if row.per_family else "", ran_on(board.track, row.protocol),
+                      tier, _ci(a.get("mean"), a.get("mean_ci")),
+                      _ci(a.get("p_improvement"), a.get("p_improvement_ci")), _ci(row.score, row.score_ci, 4, "+"),
+                      f"{row.in_family:.1f}", f"{row.tokens:.0f}", _ci(row.grounding, None),
+                      _ci(row.reader_similarity, None), row.note])
     return header, cells
+
+
+def ran_on(track: str, protocol: int) -> str:
+    """The protocol a row ran and, for the current protocol, the env id its track measures (an older protocol's
+    id is in that protocol's track file, which the board no longer loads)."""
+    if protocol != PROTOCOL_VERSION:
+        return f"{protocol} (superseded)"
+    try:
+        return f"{protocol} ({load_track(track).env_id})"
+    except ConfigError:  # a results folder of a track this package does not ship
+        return str(protocol)
 
 
 def family_anchor(track: str, name: str) -> str:

@@ -11,6 +11,7 @@ import pytest
 from dreamer_gym.leaderboard.board import build_board, comparison_rows, load_results, table_rows
 from dreamer_gym.leaderboard.ranking import Comparison, bank_fingerprint, rank_labels
 from dreamer_gym.leaderboard.rows import slug
+from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION, load_track
 
 RESULTS = Path(__file__).parent.parent.parent / "leaderboards" / "results"
 
@@ -97,4 +98,7 @@ def test_each_row_shows_n_and_links_to_its_per_family_line(results: dict) -> Non
     assert dedupe[n] == f"{len(record['records'])}, {len(in_family)} ({len(distinct)})"
     assert dedupe[link] == f"#family-scienceworld-{slug('dedupe')}"
     assert all(len(c) == len(header) for c in cells)
-    assert np.isfinite([float(c[3].split()[0]) for c in cells if c[0] != "-"]).all()
+    iqm = header.index("IQM (normalised)")
+    assert np.isfinite([float(c[iqm].split()[0]) for c in cells if c[0] != "-"]).all()
+    # the protocol each row ran, and the env id the current protocol's track measures
+    assert dedupe[header.index("ran on (protocol, env id)")] == f"{PROTOCOL_VERSION} ({load_track('scienceworld').env_id})"
