@@ -22,7 +22,7 @@ from dreamer_gym.envs.ops import entry_classes
 from dreamer_gym.memory import bank_at, parse_window
 from dreamer_gym.memory.tokens import count_tokens
 from dreamer_gym.pool import BankPool, load_pool
-from dreamer_gym.studies.learnability import FEATURES, crossfit, feature_policies, score_table
+from dreamer_gym.studies.learnability import FEATURES, crossfit, feature_policies, fit_tree, predict_tree, score_table
 
 EVIDENCE: tuple[str, ...] = ("proc_support", "proc_tasks", "proc_tokens_mean", "failures", "pitfalls",
                              "window_start", "groups", "retrieved", "uncovered_tasks", "written_score", "retrieved_score", "success_share",
@@ -73,11 +73,53 @@ def analyse(record: dict[str, Any], pool: BankPool) -> dict[str, Any]:
     }
 
 
+def bank_split(record: dict[str, Any], pool: BankPool) -> list[dict[str, Any]]:
+    """The stricter cross-fit: fit on half of the banks with one draw, play on the other half with the other draw
+    (and swap), so neither the regions nor the episodes a policy is scored on were seen when it was fitted. Per
+    model: its mean reward, the constant's (chosen on the fitting half), and the agreement of each with the
+    scored draw's best rule."""
+    regions = [(r["family"], r["bank"]) for r in record["regions"]]
+    rules = record["config"]["rules"]
+    scores = score_table(record["records"], regions, rules, 2)
+    visible = [i for i, name in enumerate(EVIDENCE) if name not in HIDDEN]
+    base = np.array([[r[f] for f in FEATURES] for r in record["regions"]], dtype=float)
+    ev = np.array([window_evidence(pool, k, b) for k, b in regions], dtype=float)
+    x, names = np.hstack([base, ev[:, visible]]), [*FEATURES, *(EVIDENCE[i] for i in visible)]
+    banks = sorted({b for _, b in regions})
+    halves = [np.array([b in banks[: len(banks) // 2] for _, b in regions]), None]
+    halves[1] = ~halves[0]
+    models = [(f, [j], 1) for j, f in enumerate(names)] + [("tree (every visible feature, depth 2)",
+                                                            list(range(len(names))), 2)]
+    out = []
+    for name, cols, depth in models:
+        value = constant = agree = agree_constant = 0.0
+        for fit, play in ((halves[0], halves[1]), (halves[1], halves[0])):
+            for d in (0, 1):
+                chosen, held = scores[fit, :, d], scores[play, :, 1 - d]
+                tree = fit_tree(x[fit][:, cols], np.argmax(chosen, axis=1), depth)
+                played = predict_tree(tree, x[play][:, cols])
+                c = int(np.argmax(chosen.mean(axis=0)))
+                rows, best = np.arange(len(held)), held.max(axis=1)
+                value += held[rows, played].mean() / 4
+                constant += held[:, c].mean() / 4
+                agree += (held[rows, played] >= best - 1e-9).mean() / 4
+                agree_constant += (held[:, c] >= best - 1e-9).mean() / 4
+        out.append({"model": name, "value": float(value), "constant": float(constant), "agreement": float(agree),
+                    "agreement_constant": float(agree_constant)})
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("record", help="learnability.json of a window pool")
     parser.add_argument("--pool", default="scienceworld-windows-v0")
+    parser.add_argument("--bank-split", action="store_true", help="fit on half of the banks, play on the rest")
     args = parser.parse_args()
+    if args.bank_split:
+        for p in bank_split(json.load(open(args.record)), load_pool(args.pool)):
+            print(f"{p['model']:>38} {p['value']:+.4f} (constant {p['constant']:+.4f}) agreement "
+                  f"{p['agreement']:.2f} (constant {p['agreement_constant']:.2f})")
+        return
     out = analyse(json.load(open(args.record)), load_pool(args.pool))
     print(f"best constant {out['constant']:+.4f}, cross-fitted choice {out['choice']:+.4f}")
     for p in out["evidence"]:
