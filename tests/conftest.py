@@ -26,9 +26,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # ScienceWorld ids rewarded by the memory-following agent, at their latest version: the generic env tests
 # (written against the ScienceWorld pool) run on these. A superseded version (-v0) differs only in the tool
 # contract, tested once in tests/envs/test_toolspec.py. The LLM-agent ids (same env, slower reward) are tested
-# in tests/envs/test_llm_env.py; the held-out suites' ids in tests/envs/test_heldout_envs.py.
+# in tests/envs/test_llm_env.py; the held-out suites' ids in tests/envs/test_heldout_envs.py. The window-region id
+# (`...ScienceWorldWindows-v0`: other region keys, no `family` option, its own pool) in tests/envs/test_windows_id.py.
 ENV_IDS: list[str] = sorted(
     i for i, kw in REGISTERED.items() if i in LATEST_IDS and kw["reward_agent"] == "memory" and kw["suite"] == "scienceworld"
+    and kw["pool"] == "scienceworld-v0"
 )
 
 

@@ -45,3 +45,15 @@ def test_a_window_region_holds_retrieved_entries_and_scores_on_its_tasks() -> No
             env.reset(seed=0, options={"family": "boil"})
     finally:
         env.close()
+
+
+def test_a_window_key_the_bank_does_not_hold_is_refused_naming_the_keys() -> None:
+    env = gym.make(ENV_ID)
+    try:
+        keys = env.unwrapped.pool.region_keys(1)
+        with pytest.raises(ConfigError, match=r"window:0-3"):
+            env.reset(seed=0, options={"bank": 1, "region": "window:99-102"})
+        _, info = env.reset(seed=0, options={"bank": 1, "region": keys[-1]})  # the env is still usable
+        assert info["family"] == keys[-1] and info["region"]
+    finally:
+        env.close()
