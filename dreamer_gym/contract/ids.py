@@ -99,16 +99,16 @@ def define_ids(base: RewardDefinition | None = None) -> dict[str, EnvIdSpec]:
             **windows}
 
 
-def superseded(latest: dict[str, EnvIdSpec]) -> dict[str, str]:
-    """Old id -> the id that supersedes it (each latest ``-v1`` id has a ``-v0``)."""
-    return {env_id.replace("-v1", "-v0"): env_id for env_id in latest if env_id.endswith("-v1")}
+def superseded(ids: dict[str, EnvIdSpec]) -> dict[str, str]:
+    """Old id -> the id that supersedes it (each ``-v1`` id among ``ids`` has a ``-v0``)."""
+    return {env_id.replace("-v1", "-v0"): env_id for env_id in ids if env_id.endswith("-v1")}
 
 
 ENV_IDS: dict[str, EnvIdSpec] = define_ids()
-LATEST_IDS: dict[str, EnvIdSpec] = {env_id: spec for env_id, spec in ENV_IDS.items()
-                                     if env_id.endswith("-v1") or "Windows" in env_id}
 # Superseded versions, still registered and unchanged (recorded runs and the leaderboard tracks use them)
-SUPERSEDED: dict[str, str] = superseded(LATEST_IDS)
+SUPERSEDED: dict[str, str] = superseded(ENV_IDS)
+# every id nothing supersedes: the -v1 ids and the ids that are new at -v0 (ScienceWorldWindows)
+LATEST_IDS: dict[str, EnvIdSpec] = {env_id: spec for env_id, spec in ENV_IDS.items() if env_id not in SUPERSEDED}
 SCIENCEWORLD = LATEST_IDS["MemoryConsolidation-ScienceWorld-v1"]
 ALFWORLD_GEN = LATEST_IDS["MemoryConsolidation-ALFWorldGen-v1"]
 MINIWOB = LATEST_IDS["MemoryConsolidation-MiniWoB-v1"]
