@@ -77,16 +77,18 @@ bench: setup
 pool: setup
 	$(BIN)/dreamer-gym acquire --seeds 0 1 2 3 4 5 --gold-variations 20 --eval-variations 10 --out runs/scienceworld-v0.json.gz
 	$(BIN)/dreamer-gym acquire --held-out --seeds 100 101 102 --gold-variations 20 --eval-variations 20 --out runs/scienceworld-heldout-v0.json.gz
+	$(BIN)/dreamer-gym acquire --held-out --seeds $$(seq -s ' ' 300 339) --gold-variations 20 --eval-variations 20 --out runs/scienceworld-heldout-v1.json.gz
 	$(BIN)/dreamer-gym acquire --schedule interleaved --seeds $$(seq -s ' ' 200 223) --episodes 16-40 --skills 0.5,1,2 --gold-variations 20 --eval-variations 10 --out runs/scienceworld-windows-v0.json.gz
 
 # The leaderboards' baseline rows from real runs (docs/leaderboard.md): each baseline is submitted (its committed
-# banks), validated (re-scored in a fresh evaluation cache) and the boards rendered. ~1.5 min a row on the
-# scienceworld track here.
+# banks; the submitter's own evaluation cache in runs/submit-cache), validated (re-scored with the board's cache,
+# $DREAMER_GYM_CACHE/rescore) and the boards rendered. The oracle comes first: it is the reference the copy check
+# of every other row reads. Protocol 3's 160-region scienceworld track: 5-12 min a row here (docs/performance.md).
 BOARD_TRACKS    ?= scienceworld
-BOARD_BASELINES ?= empty oracle keep-all dedupe blind random consensus
+BOARD_BASELINES ?= oracle keep-all empty dedupe blind random consensus
 board: setup
 	@for c in $(BOARD_BASELINES); do \
-	  $(BIN)/dreamer-gym leaderboard submit --consolidator $$c --track $(BOARD_TRACKS) --quiet || exit 1; \
+	  $(BIN)/dreamer-gym leaderboard submit --consolidator $$c --track $(BOARD_TRACKS) --cache runs/submit-cache --quiet || exit 1; \
 	  $(BIN)/dreamer-gym leaderboard validate leaderboards/submissions/$$c.json --quiet || exit 1; \
 	done
 	$(BIN)/dreamer-gym leaderboard render

@@ -67,6 +67,7 @@ def test_the_wheel_holds_dreamer_gym_only(tmp_path: Path) -> None:
     assert top == {"dreamer_gym", f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.dist-info"}, top
     # the data the package reads at run time: tracks, the submission schema, the shipped pools and recipes
     for data in ("dreamer_gym/data/tracks/scienceworld.yaml", "dreamer_gym/data/leaderboard/submission-v1.schema.json",
+                 "dreamer_gym/data/scienceworld-heldout-v1.json.gz", "dreamer_gym/data/alfworld-gen-heldout-v1.json.gz",
                  "dreamer_gym/data/scienceworld-heldout-v0.json.gz", "dreamer_gym/data/configs/oplevel-cpu.yaml"):
         assert data in names, data
     # the product's studies only (the lab's are in research/, not installed), and no recorded results: the data

@@ -49,7 +49,7 @@ def test_the_study_runs_a_held_out_track_with_its_pool_and_split() -> None:
     summary = run(config, progress=False)
     setting = summary["setting"]
     assert setting["track"] == "scienceworld" and setting["split"] == "test" and setting["comparable"]
-    assert setting["env_id"] == track.env_id == "MemoryConsolidation-ScienceWorld-v0"  # labels, plot
+    assert setting["env_id"] == track.env_id == "MemoryConsolidation-ScienceWorld-v1"  # labels, plot
     assert setting["pool_hash"] == track.pool_hash and setting["eval_other"] == track.eval_other
     rewards = summary["rewards"]["table"]
     assert rewards["keep-all"]["all"] == 0.0 and rewards["oracle"]["all"] > 0.05

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.leaderboard.aggregate import (
@@ -166,6 +167,30 @@ def build_board(track: str, all_results: Sequence[dict[str, Any]]) -> Board:
     families = tuple(sorted({f for r in rows for f in r.per_family}))
     return Board(track, rows, sorted(verified, key=lambda v: v.name), families,
                  normaliser.flagged if normaliser else (), baseline, normaliser is not None, comparisons)
+
+
+ARCHIVE_HEADER = ["protocol", "track", "env id", "consolidator", "kind", "regions", "track score [95% CI]",
+                  "in-family score", "bank tokens"]
+
+
+def archive_rows(archive_dir: Path) -> tuple[list[str], list[list[str]]]:
+    """The rows of older protocols, kept as they were scored (``archive_dir/protocol-N/results/TRACK/*.json``, the
+    track files beside them in ``.../tracks/``): listed, never ranked, never compared with the current boards (other
+    regions, other episodes, another env id)."""
+    cells = []
+    for folder in sorted(Path(archive_dir).glob("protocol-*"), key=lambda p: p.name, reverse=True):
+        for path in sorted(folder.glob("results/*/*.json")):
+            r = json.loads(path.read_text())
+            if r["tier"] != "re-scored":
+                continue
+            track_file = folder / "tracks" / f"{path.parent.name}.yaml"
+            env_id = yaml.safe_load(track_file.read_text()).get("env_id", "") if track_file.exists() else ""
+            scores = list(region_scores(r).values())
+            cells.append([str(r["protocol_version"]), path.parent.name, env_id, r["consolidator"]["name"],
+                          r["consolidator"]["kind"], str(len(r["records"])),
+                          _ci(float(r["summary"]["score"]), score_ci(r), 4, "+"), f"{float(np.mean(scores)):.1f}",
+                          f"{float(r['summary']['tokens_after']):.0f}"])
+    return ARCHIVE_HEADER, cells
 
 
 def _row(track: str, r: dict[str, Any]) -> Row:

@@ -67,6 +67,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from dreamer_gym.consolidators import make_consolidator
     from dreamer_gym.leaderboard.submission import build_submission, consolidator_block, dumps, run_for_submission
 
+    from dreamer_gym.leaderboard.rescore_cache import cached_free
+
     consolidator = make_consolidator(args.consolidator)
     check_installed()
     llm = llm_block(consolidator)
@@ -75,8 +77,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
                                trained_on=args.trained_on, llm=llm)
     runs = []
     for track in _member_tracks(args.track):
+        free = cached_free(track, args.cache, {"workers": args.workers})
         runs.append((track, run_for_submission(track, consolidator, name=block["name"], progress=not args.quiet,
-                                               workers=args.workers)))
+                                               **free)))
     data = build_submission(block, runs)
     out = args.out or SUBMISSIONS_DIR / f"{slug(block['name'])}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -218,6 +221,9 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--trained-on", nargs="*", default=[], metavar="ENV_ID",
                    help="env ids the policy was trained or tuned on (transfer tracks rank only ScienceWorld-trained ones)")
     s.add_argument("--workers", type=int, default=1)
+    s.add_argument("--cache", type=Path, default=None,
+                   help="folder of the submitter's own per-track evaluation caches (default: none, every episode "
+                        "played); a cached episode is the same result as a fresh one, and the board never reads it")
     s.add_argument("--out", type=Path, default=None, help=f"default: {SUBMISSIONS_DIR}/NAME.json")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=cmd_submit)

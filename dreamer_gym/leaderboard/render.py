@@ -22,9 +22,11 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from dreamer_gym.errors import ConfigError
 from dreamer_gym.leaderboard.aggregate import BOOTSTRAP_REPS, FLAT_POINTS
-from dreamer_gym.leaderboard.board import (Board, Row, build_board, comparison_rows, family_anchor, family_rows,
-                                           load_results, table_rows, transfer_rows, verified_rows)
+from dreamer_gym.leaderboard.board import (Board, Row, archive_rows, build_board, comparison_rows, family_anchor,
+                                           family_rows, load_results, table_rows, transfer_rows, verified_rows)
+from dreamer_gym.leaderboard.tracks import load_track
 
 __all__ = ["README_END", "README_START", "build_board", "html_page", "markdown", "plot_svg", "reading_line",
            "render"]
@@ -64,7 +66,20 @@ def reading_line(board: Board) -> str:
                     else "") + ")")
     else:
         scale = "not normalised (no `empty` and `oracle` rows yet): ranked and plotted by track score"
-    return f"[Brackets] are 95% CIs (stratified bootstrap over banks within families); {scale}; {behind}."
+    return (f"[Brackets] are 95% CIs (stratified bootstrap over banks within families); {scale}; {behind}"
+            + _power(board.track) + ".")
+
+
+def _power(track: str) -> str:
+    """What the track can separate: the MDD its file states (a track of an unknown name states none)."""
+    try:
+        stated = getattr(load_track(track), "mdd", None)
+    except ConfigError:
+        return ""
+    if stated is None:
+        return ""
+    return (f"; the smallest paired difference of two rows this track detects at 80% power (MDD, track file): "
+            f"{stated:g} normalised (`dreamer-gym power --track {track}` measures it on these rows)")
 
 
 def _short(name: str) -> str:
@@ -151,7 +166,12 @@ def _md_cell(text: str) -> str:
     return text.replace("|", "/")
 
 
-def markdown(boards: Sequence[Board]) -> str:
+ARCHIVE_TITLE = "Archive: rows of older protocols"
+ARCHIVE_LINE = ("Superseded, listed as they were scored and never ranked: another protocol is another set of regions, "
+                "episodes and env id, so these rows are not comparable with the boards above (leaderboards/archive/)")
+
+
+def markdown(boards: Sequence[Board], archive: tuple[list[str], list[list[str]]] | None = None) -> str:
     def md(header: list[str], cells: list[list[str]]) -> str:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in cells]
@@ -175,6 +195,8 @@ def markdown(boards: Sequence[Board]) -> str:
     if transfer is not None:
         parts += ["### Track `transfer` (train on ScienceWorld, test unchanged on the held-out suites)", "",
                   md(*transfer), ""]
+    if archive is not None and archive[1]:
+        parts += [f"### {ARCHIVE_TITLE}", "", f"*{ARCHIVE_LINE}*", "", md(*archive), ""]
     parts.append(README_END)
     return "\n".join(parts)
 
@@ -219,7 +241,7 @@ def _plot_box(svg: str) -> str:
     return f'<div class="plot"{style}>{svg}</div>'
 
 
-def html_page(boards: Sequence[Board]) -> str:
+def html_page(boards: Sequence[Board], archive: tuple[list[str], list[list[str]]] | None = None) -> str:
     sections = []
     for board in boards:
         if board.families:
@@ -242,6 +264,9 @@ def html_page(boards: Sequence[Board]) -> str:
     if transfer is not None:
         sections.append(f'<section class="board" id="track-transfer"><h2>Track transfer</h2>'
                         f'{_table(*transfer, "transfer")}</section>')
+    if archive is not None and archive[1]:
+        sections.append(f'<section class="archive" id="archive"><h2>{html.escape(ARCHIVE_TITLE)}</h2>'
+                        f'<p class="how">{html.escape(ARCHIVE_LINE)}.</p>{_table(*archive, "archive")}</section>')
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>dreamer_gym leaderboards</title><style>{STYLE}</style></head><body>"
@@ -252,15 +277,18 @@ def html_page(boards: Sequence[Board]) -> str:
             + "".join(sections) + "</body></html>\n")
 
 
-def render(results_dir: Path, out_dir: Path) -> list[Path]:
-    """Write ``out_dir/README.md`` (between its board markers) and ``out_dir/index.html``."""
+def render(results_dir: Path, out_dir: Path, archive_dir: Path | None = None) -> list[Path]:
+    """Write ``out_dir/README.md`` (between its board markers) and ``out_dir/index.html``; ``archive_dir`` (default:
+    ``archive/`` beside ``results_dir``, where it exists) holds the rows of older protocols, listed apart."""
     results = load_results(Path(results_dir))
     boards = [build_board(track, rs) for track, rs in sorted(results.items())]
+    archive_dir = Path(results_dir).parent / "archive" if archive_dir is None else Path(archive_dir)
+    archive = archive_rows(archive_dir) if archive_dir.is_dir() else None
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     readme = out_dir / "README.md"
     text = readme.read_text() if readme.exists() else "# Leaderboards\n\n"
-    block = markdown(boards)
+    block = markdown(boards, archive)
     if README_START in text and README_END in text:
         head, rest = text.split(README_START, 1)
         text = head + block + rest.split(README_END, 1)[1]
@@ -268,5 +296,5 @@ def render(results_dir: Path, out_dir: Path) -> list[Path]:
         text = text.rstrip() + "\n\n## Boards\n\n" + block + "\n"
     readme.write_text(text)
     page = out_dir / "index.html"
-    page.write_text(html_page(boards))
+    page.write_text(html_page(boards, archive))
     return [readme, page]

@@ -31,7 +31,10 @@ from dreamer_gym.contract.frozen import reward_definition
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.registry import Registry
 
-PROTOCOL_VERSION = 2  # 2: the ScienceWorld track scores held-out families on held-out banks (issue 11)
+# 2: the ScienceWorld track scores held-out families on held-out banks (issue 11); 3: tracks measure the -v1 ids
+# (tool contract 1), and `scienceworld` is sized by a power target: 40 held-out banks x 4 families x every TEST
+# variation (issue 30; each track file states its MDD)
+PROTOCOL_VERSION = 3
 # what a track may set differently from its training id (everything else is the id's, checked)
 TRACK_FIELDS: tuple[str, ...] = ("split", "eval_in_family", "eval_other", *BUDGET_FIELDS)
 # the reward-defining fields a track file does not record: its `env_id` names them (the suite, and by its
@@ -53,6 +56,9 @@ class Track:
     families: tuple[str, ...]
     banks: tuple[int, ...]
     seed: int
+    # the minimum detectable paired difference (normalised, 80% power, 5% two-sided) the track was sized for:
+    # `dreamer-gym power --track` on the rows of the previous protocol; the board re-measures it on its own rows
+    mdd: float | None
     recorded: tuple[tuple[str, Any], ...]  # (field, value) as the file records them; checked against the contract
 
     def __init__(self, *, recorded: tuple[tuple[str, Any], ...] = (), **data: Any) -> None:
@@ -151,7 +157,11 @@ class Track:
         if self.held_out:
             if self.pool_hash is None:
                 raise ConfigError(f"track {self.name!r}: a held-out `pool` must be pinned by `pool_hash`")
-            outside = sorted(set(self.families) - set(spec.held_out_families))
+            # a suite with held-out topics: the pool holds those only; a suite with none is held out whole (the
+            # ScienceWorld-trained policy never sees it), and its track pool is fresh banks of its own families, on
+            # seeds the id's pool does not use (tests/envs/test_held_out.py checks the seeds)
+            allowed = spec.held_out_families or spec.families
+            outside = sorted(set(self.families) - set(allowed))
             if outside:
                 raise ConfigError(f"track {self.name!r}: families {outside} are not held out in suite {suite!r} "
                                   f"(held out: {list(spec.held_out_families)})")

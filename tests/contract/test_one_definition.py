@@ -105,7 +105,8 @@ def test_a_changed_definition_changes_the_env_the_track_check_and_the_referee_to
         config = env.unwrapped.config
         assert (config.size_coef, config.eval_in_family, config.eval_other) == (0.05, 1, 0)
         # the shipped track recorded the old definition: its check now fails, naming the field
-        with pytest.raises(ConfigError, match=rf"`size_coef` is 0\.02 but {env_id} measures with 0\.05"):
+        track_id = "MemoryConsolidation-ScienceWorld-v1"  # what the shipped track measures (protocol 3)
+        with pytest.raises(ConfigError, match=rf"`size_coef` is 0\.02 but {track_id} measures with 0\.05"):
             load_track("scienceworld")
         # the referee scores with the new size term: two regions emptied at once, each paid +size_coef
         referee = env.unwrapped.service.referee

@@ -112,3 +112,18 @@ def test_every_pool_hash_and_size_is_as_documented():
         assert json.loads(_raw(name))["hash"] == expected
         size = (resources.files("dreamer_gym") / "data" / f"{name}.json.gz").stat().st_size  # type: ignore[attr-defined]
         assert size < 400_000, (name, size)
+
+
+def test_a_suite_held_out_whole_scores_fresh_banks_of_its_own_families():
+    """`alfworld-gen` (protocol 3) holds out the suite, not topics: its track pool is banks of the id's own families
+    acquired on seeds the id's pool never used, sharing no bank with it. A few trajectories recur (the same TRAIN
+    game played the same way by two seeds' writers: 3 of 351, and 9 of 893 entries), never a bank."""
+    track = load_track("alfworld-gen")
+    spec = get_suite_spec("alfworld-gen")
+    assert track.held_out and not spec.held_out_families and set(track.families) <= set(spec.families)
+    own = ENV_IDS["MemoryConsolidation-ALFWorldGen-v1"]
+    id_pool, fresh = load_pool(own.pool, own.pool_hash), load_pool(track.pool, track.pool_hash)
+    assert len(fresh.banks) == len(track.banks) >= 15 and not set(fresh.seeds) & set(id_pool.seeds)
+    assert not {b.hash for b in fresh.banks} & {b.hash for b in id_pool.banks}
+    assert len(set(fresh.trajectories) & set(id_pool.trajectories)) <= 0.02 * len(fresh.trajectories)
+    assert json.loads(_raw(track.pool))["hash"] == track.pool_hash

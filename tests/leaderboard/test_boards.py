@@ -19,6 +19,7 @@ from dreamer_gym.leaderboard.aggregate import (
     stratified_bootstrap,
 )
 from dreamer_gym.leaderboard.render import README_END, README_START, build_board, render
+from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION
 from dreamer_gym.leaderboard.submission import build_submission, consolidator_block, dumps, run_for_submission
 from dreamer_gym.leaderboard.validate import results_record
 
@@ -30,7 +31,7 @@ def _result(name: str, scores: dict[tuple[int, str], float], kind: str = "conten
                 "size_after": {"tokens": 10}, "size_before": {"tokens": 20}, "episode_errors": [],
                 "episodes": [{"in_family": True, "after": s, "before": 0.0}]} for (b, f), s in scores.items()]
     out = {"consolidator": {"name": name, "kind": kind, "config": {"consolidator": name}, "trained_on": []},
-           "tier": "re-scored", "protocol_version": 2, "records": records,
+           "tier": "re-scored", "protocol_version": PROTOCOL_VERSION, "records": records,
            "summary": {"score": float(np.mean(list(scores.values()))), "tokens_after": 10.0}}
     if builtin if builtin is not None else kind != "contender":
         out["builtin"] = name

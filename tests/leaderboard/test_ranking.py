@@ -22,16 +22,22 @@ def results() -> dict[str, list[dict]]:
 
 
 def test_rows_with_identical_banks_collapse_into_one_row_listing_its_submitters(results: dict) -> None:
-    board = build_board("scienceworld", results["scienceworld"])
-    grpo = [r for r in board.rows if r.name.startswith("grpo") or r.name.startswith("oplevel (seed 0)")]
-    assert len(grpo) == 1  # the GRPO seeds and oplevel seed 0 committed the same banks
-    row = grpo[0]
-    assert row.name == "grpo, ops grammar (SmolLM2-135M, seed 0)" and len(row.submitters) == 4
-    assert "oplevel (seed 0)" in row.submitters and "same banks from 4 submitters" in row.note
-    keep_all = next(r for r in board.rows if r.name == "keep-all")  # the built-in row names its group
-    assert keep_all.submitters == ["keep-all", "oplevel (seed 1)"]
-    names = [r.name for r in board.rows]
-    assert len(names) == len(set(names)) and "oplevel (seed 2)" in names
+    """On the committed protocol-3 rows: every group of results with one bank fingerprint is one row, named by its
+    built-in member where it has one, listing every submitter; no name is on the board twice."""
+    rows = [r for r in results["scienceworld"] if r["tier"] == "re-scored"]
+    board = build_board("scienceworld", rows)
+    groups: dict[str, list[str]] = {}
+    for r in rows:
+        groups.setdefault(bank_fingerprint(r), []).append(r["consolidator"]["name"])
+    shared = [sorted(g) for g in groups.values() if len(g) > 1]
+    assert len(board.rows) == len(groups) and shared  # at least one bank is committed by two rows
+    for names in shared:
+        (row,) = [w for w in board.rows if set(w.submitters) == set(names)]
+        assert f"same banks from {len(names)} submitters" in row.note
+        builtin = [r["consolidator"]["name"] for r in rows if r["consolidator"]["name"] in names and r.get("builtin")]
+        assert row.name == (builtin[0] if builtin else row.submitters[0])
+    names = [w.name for w in board.rows]
+    assert len(names) == len(set(names))
 
 
 def test_the_fingerprint_sees_one_episode_change(results: dict) -> None:
@@ -75,7 +81,8 @@ def test_rows_far_apart_get_their_own_ranks() -> None:
                                   "after": after + b + v} for v in range(2)]}
                    for b in range(3) for f in ("a", "b")]
         out = {"consolidator": {"name": name, "kind": "fixed" if builtin else "contender", "trained_on": [],
-                                "config": {}}, "tier": "re-scored", "protocol_version": 2, "records": records,
+                                "config": {}}, "tier": "re-scored", "protocol_version": PROTOCOL_VERSION,
+               "records": records,
                "summary": {"score": after / 100, "tokens_after": 5.0}}
         return {**out, "builtin": builtin} if builtin else out
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dreamer_gym.consolidators import make_consolidator
-from dreamer_gym.leaderboard import Track, load_track
+from dreamer_gym.leaderboard import PROTOCOL_VERSION, Track, load_track
 from dreamer_gym.leaderboard.submission import (
     SubmissionError,
     build_submission,
@@ -160,7 +160,7 @@ REJECTIONS = {
     "transfer track": (_set("tracks.0.track", "transfer"), r"is a transfer track; submit each of its member tracks"),
     "changed frozen field": (_set("tracks.0.frozen.size_coef", 0.0),
                              r"`tracks\[0\]\.frozen\.size_coef`: changed frozen field: the submission has 0\.0, "
-                             r"track 'tiny' \(protocol 2\) freezes 0\.02"),
+                             r"track 'tiny' \(protocol 3\) freezes 0\.02"),
     "missing frozen field": (_delete("tracks.0.frozen.seed"), r"`tracks\[0\]\.frozen\.seed`: missing; track 'tiny' freezes it"),
     "provenance outside the region": (_provenance_elsewhere, r"provenance outside the region: trajectory .* is not cited "
                                                              r"by region \(bank 0, family 'lifespan-longest-lived'\)"),
@@ -197,8 +197,8 @@ def test_each_rejection_names_the_field_and_what_was_expected(submission: dict, 
 @pytest.mark.jvm
 def test_an_older_protocol_is_stale_not_rescored(submission: dict) -> None:
     data = copy.deepcopy(submission)
-    data["tracks"][0]["protocol_version"] = 1
-    with pytest.raises(StaleSubmission, match=r"1 is stale; this package scores protocol 2"):
+    data["tracks"][0]["protocol_version"] = 2
+    with pytest.raises(StaleSubmission, match=r"2 is stale; this package scores protocol 3"):
         check_data(data, TRACKS)
 
 
@@ -216,7 +216,7 @@ def test_the_rescore_reproduces_every_claim(submission: dict, rescored: list[dic
     assert [r["reward"] for r in result["records"]] == [c["reward"] for c in claims]
     assert [r["score_after"] for r in result["records"]] == [c["score_after"] for c in claims]
     assert [r["size_after"]["tokens"] for r in result["records"]] == [c["tokens_after"] for c in claims]
-    assert result["tier"] == "re-scored" and result["track"] == "tiny" and result["protocol_version"] == 2
+    assert result["tier"] == "re-scored" and result["track"] == "tiny" and result["protocol_version"] == PROTOCOL_VERSION
     assert result["summary"]["score"] == submission["tracks"][0]["claimed"]["score"]
     assert any(len(r["episodes"]) == 3 for r in result["records"])
 
@@ -295,3 +295,23 @@ def test_an_llm_consolidator_records_its_model_backend_and_decoding(tmp_path: Pa
     prompted = llm_block(make_consolidator("prompted"))
     assert prompted is not None and prompted["decoding"] == "greedy" and prompted["model"] != "unknown"
     assert llm_block(make_consolidator("keep-all")) is None
+
+
+@pytest.mark.jvm
+def test_submit_with_its_own_cache_writes_the_same_submission_warm(tmp_path: Path, monkeypatch) -> None:
+    """`leaderboard submit --cache DIR`: the submitter's own evaluation cache, one file per track; a second submit
+    on a warm cache plays nothing new and writes the same regions and claims (a cached episode is the same result)."""
+    from dreamer_gym.cli import main
+    from dreamer_gym.leaderboard.tracks import TRACKS as REGISTRY
+
+    monkeypatch.setattr(REGISTRY, "_registered", dict(REGISTRY._registered))  # forgotten after the test
+    REGISTRY.register("tiny-cache", tiny_track("tiny-cache"), replace=True)
+    outs = []
+    for i in range(2):
+        out = tmp_path / f"s{i}.json"
+        assert main(["leaderboard", "submit", "--consolidator", "dedupe", "--track", "tiny-cache", "--quiet",
+                     "--cache", str(tmp_path / "cache"), "--out", str(out)]) == 0
+        outs.append(json.loads(out.read_text()))
+    [cache] = (tmp_path / "cache").glob("tiny-cache-*.sqlite")
+    assert cache.stat().st_size > 0
+    assert outs[0]["tracks"] == outs[1]["tracks"] and len(outs[0]["tracks"][0]["regions"]) == 2

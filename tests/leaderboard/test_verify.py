@@ -36,17 +36,19 @@ def test_test_variations_are_redrawn_where_the_suite_has_more_than_the_track_use
 
 def test_only_held_out_tracks_have_a_verified_tier(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="only held-out tracks have a verified tier"):
-        verification_track(load_track("alfworld-gen"), tmp_path / "pool.json.gz", "p0")
+        verification_track(load_track("miniwob"), tmp_path / "pool.json.gz", "p0")  # scored on its id's pool
 
 
 def test_a_verification_visits_a_fresh_subset_of_whole_banks() -> None:
-    """4 families x 3 banks: the regions asked for, rounded up to whole banks (a bank's families share its
-    acquisition), never more than the track has; a 200-region track is verified on DEFAULT_REGIONS of them."""
+    """4 families x 40 banks: the regions asked for, rounded up to whole banks (a bank's families share its
+    acquisition), never more than the track has; by default DEFAULT_REGIONS (10 banks, a quarter of the track)."""
     track = load_track("scienceworld")
-    assert [verification_banks(track, n) for n in (1, 4, 5, 8, 12, 100)] == [1, 1, 2, 2, 3, 3]
-    assert verification_banks(track, None) == 3 and DEFAULT_REGIONS == 12
-    big = Track(**{**track.__dict__, "name": "big", "banks": tuple(range(50))})  # 200 regions
-    assert verification_banks(big, DEFAULT_REGIONS) == 3 and verification_banks(big, 50) == 13
+    assert len(track.families) == 4 and len(track.banks) == 40
+    assert [verification_banks(track, n) for n in (1, 4, 5, 8, 12, 100, 1000)] == [1, 1, 2, 2, 3, 25, 40]
+    assert verification_banks(track, None) == 40 and DEFAULT_REGIONS == 40
+    assert verification_banks(track, DEFAULT_REGIONS) == 10
+    small = Track(**{**track.__dict__, "name": "small", "banks": (0, 1, 2)})  # 12 regions: all of them
+    assert verification_banks(small, DEFAULT_REGIONS) == 3
     for bad in (0, -3, 2.5, True):
         with pytest.raises(ConfigError, match=r"`regions` must be a positive int .* got"):
             verification_banks(track, bad)  # type: ignore[arg-type]
@@ -58,8 +60,8 @@ def test_the_verification_track_holds_the_drawn_banks_only(tmp_path: Path) -> No
 
 
 def test_too_many_or_repeated_seeds_are_refused_before_any_work(tmp_path: Path) -> None:
-    for seeds in ([10_001, 10_002, 10_003, 10_004], [10_001, 10_001], []):
-        with pytest.raises(ConfigError, match="give 1 to 3 distinct bank seeds"):
+    for seeds in (list(range(10_001, 10_042)), [10_001, 10_001], []):
+        with pytest.raises(ConfigError, match="give 1 to 40 distinct bank seeds"):
             verify(load_track("scienceworld"), "dedupe", tmp_path, seeds=seeds)
 
 

