@@ -78,8 +78,9 @@ def _power(track: str) -> str:
         return ""
     if stated is None:
         return ""
-    return (f"; the smallest paired difference of two rows this track detects at 80% power (MDD, track file): "
-            f"{stated:g} normalised (`dreamer-gym power --track {track}` measures it on these rows)")
+    return (f"; the track file states an MDD (smallest paired difference of two rows detected at 80% power) of "
+            f"{stated:g} normalised, its design figure; `dreamer-gym power --track {track}` measures it on these rows "
+            "(docs/power.md)")
 
 
 def _short(name: str) -> str:

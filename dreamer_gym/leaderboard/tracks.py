@@ -56,8 +56,9 @@ class Track:
     families: tuple[str, ...]
     banks: tuple[int, ...]
     seed: int
-    # the minimum detectable paired difference (normalised, 80% power, 5% two-sided) the track was sized for:
-    # `dreamer-gym power --track` on the rows of the previous protocol; the board re-measures it on its own rows
+    # the minimum detectable paired difference (normalised, 80% power, 5% two-sided) the file states: the figure a
+    # sized track was designed for, or an unsized track's last measured one (`dreamer-gym power --track` on the
+    # previous protocol's rows); docs/power.md measures it on the track's own rows
     mdd: float | None
     recorded: tuple[tuple[str, Any], ...]  # (field, value) as the file records them; checked against the contract
 
