@@ -13,12 +13,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from dreamer_gym.consolidators.op_rule import OP_RULES
 from dreamer_gym.leaderboard.runner import REFERENCES
 from dreamer_gym.leaderboard.submission import SubmissionError
 
 # the package's rules that learn nothing: `kind: fixed` is one of these, re-run by the board; the best fixed
-# baseline of the aggregates is the best of their rows
-FIXED_RULES: tuple[str, ...] = ("keep-all", "empty", "dedupe", "blind", "consensus", "random")
+# baseline of the aggregates is the best of their rows. The whole-region op rules (`rule:merge-all`, ...) are
+# the constants of the learnability study (docs/learnability.md): on the board, a learner is compared with them.
+FIXED_RULES: tuple[str, ...] = ("keep-all", "empty", "dedupe", "blind", "consensus", "random",
+                                *(f"rule:{name}" for name in OP_RULES))
 # the normalising rows: empty 0, oracle 1 (aggregate.Normaliser)
 ANCHORS: tuple[str, str] = ("empty", "oracle")
 

@@ -24,35 +24,21 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
 from dreamer_gym.consolidators import make_consolidator, run_episode
-from dreamer_gym.consolidators.base import call
+from dreamer_gym.consolidators.op_rule import OP_RULES, OpRuleConsolidator
 from dreamer_gym.envs.op_rules import parse_procedure
-from dreamer_gym.envs.ops import ABSTRACT, DROP, KEEP, MERGE, plan_calls
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.memory.regions import parse_window
 from dreamer_gym.memory.tokens import count_tokens
 from dreamer_gym.studies.validity import make_study_env
 
-# Whole-region rules played through the op vocabulary (:func:`~dreamer_gym.envs.ops.plan_calls`): name ->
-# (op per entry kind, op for every other kind, what it does). Every MERGE entry of a region goes into one entry.
-OP_RULES: dict[str, tuple[dict[str, int], int, str]] = {
-    "merge-all": ({}, MERGE, "every entry merged into one (what the trained op-level and GRPO policies converge to)"),
-    "merge-procedures": ({"procedure": MERGE}, KEEP, "the procedures merged into one, every other entry kept"),
-    "merge-procedures-keep-facts": ({"procedure": MERGE, "fact": KEEP}, DROP,
-                                    "the procedures merged into one, facts kept, insights and pitfalls dropped"),
-    "abstract-procedures": ({"procedure": ABSTRACT}, KEEP,
-                            "each procedure rewritten as the region's consensus, every other entry kept"),
-    "procedures-only": ({"procedure": KEEP}, DROP, "the procedures kept verbatim, every other entry dropped"),
-    "drop-insights": ({"insight": DROP}, KEEP, "insights dropped, every other entry kept"),
-}
 # Registered deterministic consolidators that are whole-region rules too (dreamer_gym.consolidators.fixed)
 REGISTERED_RULES: dict[str, str] = {
     "keep-all": "every entry kept verbatim (reward 0 before the size term)",
@@ -66,25 +52,6 @@ MERGING_RULES: tuple[str, ...] = ("merge-all", "consensus", "merge-procedures", 
 FEATURES: tuple[str, ...] = ("entries", "tokens", "procedure_share", "insight_share", "distinct_goals",
                              "distinct_trajectories", "sessions", "families", "majority_family_share")
 TIE = 1e-9  # rewards closer than this are equal (a rule "agrees" with the best where it scores within TIE of it)
-
-
-class OpRuleConsolidator:
-    """One fixed op per entry kind over the whole region, played as the env's own tool calls."""
-
-    def __init__(self, name: str) -> None:
-        if name not in OP_RULES:
-            raise ConfigError(f"Expected an op rule, one of {list(OP_RULES)}, got {name!r}")
-        self.name = name
-        self.by_kind, self.default, _ = OP_RULES[name]
-
-    def actions(self, env: gym.Env, obs: dict[str, Any], info: dict[str, Any]) -> Iterator[str]:
-        region = info["region"]
-        config = env.unwrapped.config
-        ops = [self.by_kind.get(e["kind"], self.default) for e in region]
-        calls, _ = plan_calls(ops, region, config.max_entry_tokens, config.max_emitted)
-        for c in calls:
-            yield call(c.pop("tool"), **c)
-        yield call("commit")
 
 
 def make_rule(name: str) -> Any:
