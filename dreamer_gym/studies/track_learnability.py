@@ -1,0 +1,307 @@
+"""The learnability study on a held-out track, from its committed rows: no simulator runs.
+
+Every row of a track plays the same regions and the same TEST episodes, and its results file keeps every
+episode's score before and after. So the rules' rows (keep-all, empty, dedupe, consensus and the op rules
+``rule:merge-all`` ...) are a ``(regions, rules)`` table of the track's own reward, and splitting each region's
+episodes into disjoint **folds** (by TEST variation, the same split for every bank and row) makes it a
+``(regions, rules, folds)`` table: the best constant and the best per-region choice are chosen on some folds and
+scored on the fold left out (:func:`~dreamer_gym.studies.learnability.crossfit`), on episodes that share nothing.
+A fold's reward is the track's reward formula (:mod:`dreamer_gym.contract.reward`) on the fold's episodes; on all
+of them it reproduces the record's reward, which :func:`fold_rewards` checks.
+
+The trained rows (``kind: contender``) are then read against the table (issue 31, item 4):
+
+* **input dependence**: the share of regions where the policy plays the cross-fitted best rule (it commits a
+  bank that scores like that rule's on every episode, with the same size), against the best constant's share;
+* **paired differences** against the best constant and against dedupe: the track's mean reward and the board's
+  IQM of normalised scores, each with its paired stratified-bootstrap 95% CI (:mod:`dreamer_gym.leaderboard.aggregate`);
+* for rows named ``...-seedN``, the median seed by track score.
+"""
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dreamer_gym.errors import ConfigError
+from dreamer_gym.studies.learnability import (
+    FEATURES,
+    MERGING_RULES,
+    TIE,
+    _argmax,
+    bootstrap_gap,
+    crossfit,
+    feature_policies,
+    region_features,
+)
+
+# the rows that are whole-region rules: deterministic, no learning (random and blind are not rules of the region)
+RULE_ROWS: tuple[str, ...] = ("keep-all", "empty", "dedupe", "consensus", "rule:merge-all", "rule:merge-procedures",
+                              "rule:merge-procedures-keep-facts", "rule:abstract-procedures", "rule:procedures-only",
+                              "rule:drop-insights")
+SEED_SUFFIX = re.compile(r"^(?P<base>.+)-seed(?P<seed>\d+)$")
+
+
+@dataclass(frozen=True)
+class TrackLearnabilityConfig:
+    """The track study's settings (``dreamer-gym learnability --track NAME``)."""
+
+    track: str = "scienceworld"
+    folds: int = 2
+    seed: int = 0
+    bootstrap_resamples: int = 2000
+
+    def __post_init__(self) -> None:
+        if self.folds < 2:
+            raise ConfigError(f"Expected `folds` (--draws) >= 2 (one fold chooses, another scores), got {self.folds}")
+        if self.bootstrap_resamples < 1:
+            raise ConfigError(f"Expected `bootstrap_resamples` >= 1, got {self.bootstrap_resamples}")
+
+
+def fold_map(episodes: Sequence[tuple[str, int]], folds: int, seed: int) -> dict[tuple[str, int], int]:
+    """(family, variation) -> fold: each family's variations in a seeded order, dealt round-robin, so every fold
+    holds about the same share of every family's variations (stratified) and no variation is in two folds."""
+    by_family: dict[str, set[int]] = {}
+    for family, variation in episodes:
+        by_family.setdefault(family, set()).add(int(variation))
+    out = {}
+    for family, variations in sorted(by_family.items()):
+        order = np.random.default_rng([seed, zlib.crc32(family.encode())]).permutation(sorted(variations))
+        out.update({(family, int(v)): i % folds for i, v in enumerate(order)})
+    return out
+
+
+def fold_rewards(record: Mapping[str, Any], folds: Mapping[tuple[str, int], int], n_folds: int) -> np.ndarray:
+    """The region's reward on each fold's episodes (the track's formula: in-family deltas, other-family losses
+    only, over the fold's episode count, plus the size term); checks that all episodes give the record's reward."""
+    size = float(record["reward_components"]["size"])
+
+    def reward(eps: Sequence[Mapping[str, Any]]) -> float:
+        if not eps:
+            return float("nan")
+        deltas = [(e["after"] - e["before"], e["in_family"]) for e in eps]
+        return sum(d if own else min(0.0, d) for d, own in deltas) / (100.0 * len(eps)) + size
+
+    eps = record["episodes"]
+    whole = reward(eps)
+    if abs(whole - float(record["reward"])) > 1e-9:
+        raise ValueError(f"region {record['bank_index']}/{record['family']}: its episodes give reward {whole:+.6f}, "
+                         f"the record says {record['reward']:+.6f} (a results file of another reward formula?)")
+    return np.array([reward([e for e in eps if folds[(e["family"], int(e["variation"]))] == k])
+                     for k in range(n_folds)])
+
+
+def play_signature(record: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a region's commit looks like from the track: every episode's score after, and the size after. Two rows
+    with equal signatures on a region played the same rule there, as far as the track can tell."""
+    return (tuple(float(e["after"]) for e in record["episodes"]), int(record["size_after"]["tokens"]))
+
+
+def _records(result: Mapping[str, Any]) -> dict[tuple[int, str], Mapping[str, Any]]:
+    return {(int(r["bank_index"]), r["family"]): r for r in result["records"]}
+
+
+def load_rows(track_name: str, results_dir: Path) -> tuple[Any, dict[str, dict[str, Any]], dict[str, dict[str, Any]], Any]:
+    """The track, its rule rows, its contender rows (re-scored, this protocol, every region scored) and the board's
+    normaliser (None without its empty and oracle rows)."""
+    from dreamer_gym.leaderboard.aggregate import Normaliser
+    from dreamer_gym.leaderboard.board import load_results
+    from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION, Track, load_track
+
+    track = load_track(track_name)
+    if not isinstance(track, Track):
+        raise ConfigError(f"`--track`: {track_name!r} is a transfer track (a list of member tracks); name a member")
+    results = load_results(Path(results_dir)).get(track_name, [])
+    current = [r for r in results if r["tier"] == "re-scored" and r["protocol_version"] == PROTOCOL_VERSION
+               and len(r["records"]) == len(track.regions())]
+    rules = {r["builtin"]: r for r in current if r.get("builtin") in RULE_ROWS}
+    rules = {name: rules[name] for name in RULE_ROWS if name in rules}
+    policies = {r["consolidator"]["name"]: r for r in current if r["consolidator"]["kind"] == "contender"}
+    if len(rules) < 2:
+        raise ConfigError(f"track {track_name!r}: {len(rules)} rule row(s) of protocol {PROTOCOL_VERSION} in "
+                          f"{results_dir}/{track_name}/ ({sorted(rules)}); the study needs at least 2 of {list(RULE_ROWS)}: "
+                          "submit them with `dreamer-gym leaderboard submit --consolidator rule:merge-all --kind fixed`")
+    anchors = {r["builtin"]: r for r in current if r.get("builtin") in ("empty", "oracle")}
+    normaliser = Normaliser.from_results(anchors["empty"], anchors["oracle"]) if len(anchors) == 2 else None
+    return track, rules, policies, normaliser
+
+
+def _paired(x: Mapping[str, Any], y: Mapping[str, Any], normaliser: Any) -> dict[str, Any]:
+    from dreamer_gym.leaderboard.aggregate import iqm_difference, mean_difference, paired_difference, reward_matrix
+
+    mean_d, mean_ci = paired_difference(reward_matrix(x), reward_matrix(y), statistic=mean_difference)
+    out = {"reward": mean_d, "reward_ci95": list(mean_ci), "reward_excludes_0": bool(mean_ci[0] > 0 or mean_ci[1] < 0)}
+    if normaliser is not None:
+        iqm_d, iqm_ci = paired_difference(normaliser.matrix(x)[0], normaliser.matrix(y)[0], statistic=iqm_difference)
+        out.update({"iqm_normalised": iqm_d, "iqm_ci95": list(iqm_ci),
+                    "iqm_excludes_0": bool(iqm_ci[0] > 0 or iqm_ci[1] < 0)})
+    return out
+
+
+def median_seeds(scores: Mapping[str, float]) -> dict[str, dict[str, Any]]:
+    """Rows named ``BASE-seedN`` grouped by BASE: every seed's score and the median seed (the lower middle one
+    when the count is even), so a claim about a method rests on its median seed, not its best."""
+    groups: dict[str, list[str]] = {}
+    for name in scores:
+        m = SEED_SUFFIX.match(name)
+        if m:
+            groups.setdefault(m["base"], []).append(name)
+    out = {}
+    for base, names in groups.items():
+        ordered = sorted(names, key=lambda n: (scores[n], n))
+        out[base] = {"seeds": {n: scores[n] for n in sorted(names)}, "median": ordered[(len(ordered) - 1) // 2]}
+    return out
+
+
+def study(config: TrackLearnabilityConfig, results_dir: str | Path | None = None) -> dict[str, Any]:
+    """The cross-fitted table of the track's rule rows, and every contender row read against it."""
+    from dreamer_gym.contract.ids import ENV_IDS
+    from dreamer_gym.leaderboard.board_commands import RESULTS_DIR
+    from dreamer_gym.pool import load_pool
+
+    track, rule_rows, policy_rows, normaliser = load_rows(config.track, Path(results_dir or RESULTS_DIR))
+    regions = track.regions()  # (bank, family)
+    rules = list(rule_rows)
+    recs = {name: _records(r) for name, r in {**rule_rows, **policy_rows}.items()}
+    episodes = [(e["family"], int(e["variation"])) for rec in recs[rules[0]].values() for e in rec["episodes"]]
+    folds = fold_map(episodes, config.folds, config.seed)
+    scores = np.array([[fold_rewards(recs[rule][region], folds, config.folds) for rule in rules]
+                       for region in regions])
+    if np.isnan(scores).any():
+        raise ConfigError(f"track {config.track!r}: a fold holds no episode of some region; use fewer `folds`")
+    fit = crossfit(scores)
+    strata = [family for _, family in regions]
+    lo, hi = bootstrap_gap(scores, strata, config.bootstrap_resamples, config.seed)
+    mean = scores.mean(axis=2)
+    best = _argmax(mean)
+    families = list(dict.fromkeys(strata))
+    per_rule = {rule: {"mean": float(mean[:, i].mean()), "best_share": float(np.mean(best == i)),
+                       "per_family": {f: float(mean[[s == f for s in strata], i].mean()) for f in families}}
+                for i, rule in enumerate(rules)}
+    merging = {}
+    if "keep-all" in rules:
+        keep = mean[:, rules.index("keep-all")]
+        for rule in rules:
+            if rule.removeprefix("rule:") in MERGING_RULES:
+                d = mean[:, rules.index(rule)] - keep
+                merging[rule] = {"hurts": float(np.mean(d < -TIE)), "helps": float(np.mean(d > TIE)),
+                                 "equal": float(np.mean(np.abs(d) <= TIE)), "worst": float(d.min()),
+                                 "best": float(d.max())}
+    pool = load_pool(track.pool or ENV_IDS[track.env_id].pool)
+    x = np.array([[region_features([e.to_dict() for e in pool.banks[b] if e.family == f])[name] for name in FEATURES]
+                  for b, f in regions], dtype=float)
+    commit_sd = float(np.std(scores[:, :, 0] - scores[:, :, 1]) / np.sqrt(2))
+    ranked = np.sort(mean, axis=1)
+
+    # the contenders against the table
+    constant_name = rules[int(_argmax(mean.mean(axis=0)))]  # the best constant on every fold (the board's reading)
+    signatures = [{name: play_signature(recs[name][region]) for name in recs} for region in regions]
+    chosen = fit["choice_per_fold"]  # fold -> per-region rule index, chosen on the other folds
+
+    def agreement(name: str) -> float:
+        """Share of (region, fold) where ``name`` plays the rule chosen on the other folds."""
+        hits = [signatures[i][name] == signatures[i][rules[c[i]]] for c in chosen for i in range(len(regions))]
+        return float(np.mean(hits))
+
+    def plays(name: str) -> dict[str, float]:
+        """Share of regions where ``name`` plays each rule (the first listed of equal plays), or none of them."""
+        counts: dict[str, int] = {}
+        for sig in signatures:
+            match = next((rule for rule in rules if sig[rule] == sig[name]), "none of the rules")
+            counts[match] = counts.get(match, 0) + 1
+        return {k: v / len(regions) for k, v in sorted(counts.items(), key=lambda kv: -kv[1])}
+
+    policies = {}
+    for name, row in policy_rows.items():
+        policies[name] = {
+            "score": float(row["summary"]["score"]), "trained_on": row["consolidator"]["trained_on"],
+            "agreement": agreement(name), "plays": plays(name),
+            "vs_best_constant": _paired(row, rule_rows[constant_name], normaliser),
+            "vs_dedupe": _paired(row, rule_rows["dedupe"], normaliser) if "dedupe" in rule_rows else None}
+    constant_agreement = agreement(constant_name)
+    for p in policies.values():
+        p["agreement_minus_constant"] = p["agreement"] - constant_agreement
+    return {
+        "track": config.track, "protocol": track.protocol_version, "env_id": track.env_id, "config": asdict(config),
+        "regions": len(regions), "families": families, "rules": rules,
+        "episodes_per_fold": [int(sum(1 for v in folds.values() if v == k)) for k in range(config.folds)],
+        "best_constant": constant_name, "constant_per_fold": [rules[c] for c in fit["constant_per_fold"]],
+        "constant": fit["constant_mean"], "choice": fit["choice_mean"], "gap": fit["gap_mean"], "gap_ci95": [lo, hi],
+        "gap_ci_excludes_0": bool(lo > 0 or hi < 0),
+        "agreement": {"constant": constant_agreement, "constant_held_out_best": fit["agreement_constant"],
+                      "choice_held_out_best": fit["agreement_choice"]},
+        "hindsight": {"constant": fit["hindsight_constant"], "choice": fit["hindsight_choice"],
+                      "gap": fit["hindsight_gap"]},
+        "commit_sd": commit_sd, "runner_up_gap": float(np.mean(ranked[:, -1] - ranked[:, -2])),
+        "per_rule": per_rule, "merging_vs_keep_all": merging,
+        "feature_policies": feature_policies(scores, x, FEATURES, rules),
+        "policies": policies, "median_seeds": median_seeds({n: p["score"] for n, p in policies.items()}),
+        "per_region": [{"bank": b, "family": f, "best": rules[int(best[i])], "gap": float(fit["gap"][i]),
+                        "choice_per_fold": [rules[c[i]] for c in chosen]} for i, (b, f) in enumerate(regions)],
+    }
+
+
+def _ci(d: Mapping[str, Any] | None, key: str) -> str:
+    if d is None or key not in d:
+        return "n/a"
+    lo, hi = d[f"{'reward' if key == 'reward' else 'iqm'}_ci95"]
+    return f"{d[key]:+.4f} [{lo:+.4f}, {hi:+.4f}]"
+
+
+def to_markdown(s: Mapping[str, Any]) -> str:
+    lo, hi = s["gap_ci95"]
+    lines = [
+        f"Track `{s['track']}` (protocol {s['protocol']}, `{s['env_id']}`): {s['regions']} regions "
+        f"({len(s['families'])} families), {len(s['rules'])} rule rows, {s['config']['folds']} disjoint folds of the "
+        f"track's TEST episodes (episodes per fold: {s['episodes_per_fold']}, by variation); unit: the track's reward.",
+        "", "| | reward (cross-fitted over folds) | in hindsight (all episodes) |", "|---|---|---|",
+        f"| best constant (`{s['best_constant']}`) | {s['constant']:+.4f} | {s['hindsight']['constant']:+.4f} |",
+        f"| best per-region choice | {s['choice']:+.4f} | {s['hindsight']['choice']:+.4f} |",
+        f"| **gap** (choice - constant) | **{s['gap']:+.4f}** [{lo:+.4f}, {hi:+.4f}] | {s['hindsight']['gap']:+.4f} |",
+        "", f"95% CI: regions resampled within families, both selections redone "
+        f"({'excludes' if s['gap_ci_excludes_0'] else 'includes'} 0). One region's noise between folds (SD): "
+        f"{s['commit_sd']:.4f}, against a mean gap of {s['runner_up_gap']:.4f} between a region's best rule and its "
+        f"runner-up.", "", "| rule | mean reward | share of regions where best |", "|---|---|---|"]
+    for rule, row in s["per_rule"].items():
+        lines.append(f"| {rule} | {row['mean']:+.4f} | {row['best_share']:.2f} |")
+    if s["merging_vs_keep_all"]:
+        lines += ["", "| merging rule vs keep-all | hurts | helps | equal | worst | best |", "|---|---|---|---|---|---|"]
+        for rule, m in s["merging_vs_keep_all"].items():
+            lines.append(f"| {rule} | {m['hurts']:.2f} | {m['helps']:.2f} | {m['equal']:.2f} | {m['worst']:+.4f} | "
+                         f"{m['best']:+.4f} |")
+    lines += ["", "| policy reading features (cross-fitted) | reward | agreement | fitted on fold 0 |", "|---|---|---|---|"]
+    for p in s["feature_policies"]:
+        lines.append(f"| {p['model']} | {p['value']:+.4f} | {p['agreement']:.2f} | {p['trees'][0]} |")
+    if s["policies"]:
+        lines += ["", f"Trained rows against the table. Agreement: the share of (region, fold) where the row plays the "
+                  f"rule chosen on the other folds; the best constant `{s['best_constant']}` plays it on "
+                  f"{s['agreement']['constant']:.2f}. Paired 95% CIs (stratified bootstrap over banks within families).",
+                  "", "| row | track score | agreement (- constant's) | plays | - best constant: reward | IQM normalised "
+                  "| - dedupe: reward | IQM normalised |", "|---|---|---|---|---|---|---|---|"]
+        for name, p in sorted(s["policies"].items()):
+            plays = ", ".join(f"{k} {v:.2f}" for k, v in list(p["plays"].items())[:3])
+            lines.append(f"| {name} | {p['score']:+.4f} | {p['agreement']:.2f} ({p['agreement_minus_constant']:+.2f}) | "
+                         f"{plays} | {_ci(p['vs_best_constant'], 'reward')} | "
+                         f"{_ci(p['vs_best_constant'], 'iqm_normalised')} | {_ci(p['vs_dedupe'], 'reward')} | "
+                         f"{_ci(p['vs_dedupe'], 'iqm_normalised')} |")
+        for base, g in s["median_seeds"].items():
+            lines.append(f"\nMedian seed of `{base}` ({len(g['seeds'])} seeds): `{g['median']}`.")
+    return "\n".join(lines) + "\n"
+
+
+def run(config: TrackLearnabilityConfig, results_dir: str | Path | None = None,
+        out_dir: str | Path | None = None) -> dict[str, Any]:
+    """:func:`study`; with ``out_dir``, write ``track-learnability-TRACK.json`` and ``.md`` there."""
+    summary = study(config, results_dir)
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"track-learnability-{config.track}.json").write_text(json.dumps(summary, indent=1))
+        (out / f"track-learnability-{config.track}.md").write_text(to_markdown(summary))
+    return summary
