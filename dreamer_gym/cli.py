@@ -451,11 +451,28 @@ def _cmd_track_power(args: argparse.Namespace) -> int:
 def _cmd_learnability(args: argparse.Namespace) -> int:
     from dreamer_gym.studies.learnability import LearnabilityConfig, run, to_markdown
 
+    if args.track:
+        return _cmd_track_learnability(args)
     study = dataclass_kwargs(args, LearnabilityConfig, skip=LEARNABILITY_SKIP, dest_prefix="learnability.")
     config = LearnabilityConfig(env_id=args.env, families=tuple(args.families.split(",")) if args.families else None,
                                 **study)
     print(to_markdown(run(config, args.out, progress=not args.quiet)))
     print(f"wrote {args.out}/learnability.json and learnability.md")
+    return 0
+
+
+def _cmd_track_learnability(args: argparse.Namespace) -> int:
+    """``learnability --track NAME``: the study on a track's committed rows (folds of its TEST episodes)."""
+    from dreamer_gym.studies import track_learnability as tl
+    from dreamer_gym.studies.learnability import LearnabilityConfig
+
+    study = {**{f: LearnabilityConfig.__dataclass_fields__[f].default for f in ("draws", "seed", "bootstrap_resamples")},
+             **dataclass_kwargs(args, LearnabilityConfig, skip=LEARNABILITY_SKIP, dest_prefix="learnability.")}
+    config = tl.TrackLearnabilityConfig(track=args.track, folds=study["draws"], seed=study["seed"],
+                                        bootstrap_resamples=study["bootstrap_resamples"])
+    summary = tl.run(config, args.results, args.out)
+    print(tl.to_markdown(summary))
+    print(f"wrote {args.out}/track-learnability-{args.track}.json and .md")
     return 0
 
 
@@ -673,6 +690,10 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p = sub.add_parser("learnability", help="does the best fixed rule depend on the region? (cross-fitted gap, CI)")
     p.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v1", help=ENV_HELP)
     p.add_argument("--families", default="", help="comma-separated families (default: every family of the pool)")
+    p.add_argument("--track", default="", help="study a held-out track's committed rows instead of running the env: "
+                   "its rule rows cross-fitted on --draws disjoint folds of its TEST episodes, and its trained rows read "
+                   "against them (input dependence, paired CIs); --rules, --env and --workers do not apply")
+    p.add_argument("--results", type=Path, default=None, help="with --track: the results folder (default: the board's)")
     g = p.add_argument_group("study (LearnabilityConfig fields)")
     add_dataclass_arguments(g, LearnabilityConfig, skip=LEARNABILITY_SKIP, dest_prefix="learnability.")
     p.add_argument("--out", type=Path, default=Path("runs/learnability"),

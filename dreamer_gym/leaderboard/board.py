@@ -60,6 +60,7 @@ class Row:
     episodes: int = 0  # in-family episodes played over its regions (the normalised score's)
     distinct_episodes: int = 0  # distinct (family, variation) among them: regions replay the same TEST episodes
     protocol: int = PROTOCOL_VERSION  # the track protocol it ran (board.ran_on names the env id)
+    training: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (submitter, what its training cost)
     matrix: np.ndarray | None = None  # the ranking measure's (banks x families) cells
     rank: str = "-"
 
@@ -137,6 +138,8 @@ def build_board(track: str, all_results: Sequence[dict[str, Any]]) -> Board:
     for group in identical_groups(results, key=lambda r: (made[id(r)].ranked, made[id(r)].stale)):
         r, row = group[0], made[id(group[0])]
         row.submitters = [g["consolidator"]["name"] for g in group]
+        row.training = [(g["consolidator"]["name"], g["consolidator"]["training"]) for g in group
+                        if g["consolidator"].get("training")]
         row.matrix = reward_matrix(r)
         if normaliser is not None and row.name in matrices and not row.stale:
             base = matrices.get(baseline) if baseline is not None and row.name != baseline else None
@@ -221,7 +224,7 @@ def table_rows(board: Board) -> tuple[list[str], list[list[str]]]:
     # what a reader needs first (rank, name, the ranked measure, what stands behind it, the per-family link and the
     # protocol it ran) comes before the columns a narrow screen scrolls to
     header = ["rank", "consolidator", "IQM (normalised)", "N: regions, in-family episodes (distinct)", "per family",
-              "ran on (protocol, env id)", "tier", "mean (normalised)",
+              "ran on (protocol, env id)", "training: steps, commits, wall, hardware", "tier", "mean (normalised)",
               f"P(improvement) over {board.baseline or 'best fixed'}", "track score", "in-family score", "bank tokens",
               "grounding", "reader similarity to a reference", "note"]
     cells = []
@@ -231,11 +234,21 @@ def table_rows(board: Board) -> tuple[list[str], list[list[str]]]:
         cells.append([row.rank, row.name, _ci(a.get("iqm"), a.get("iqm_ci")),
                       f"{row.regions}, {row.episodes} ({row.distinct_episodes})",
                       family_anchor(board.track, row.name) if row.per_family else "", ran_on(board.track, row.protocol),
-                      tier, _ci(a.get("mean"), a.get("mean_ci")),
+                      training_cell(row), tier, _ci(a.get("mean"), a.get("mean_ci")),
                       _ci(a.get("p_improvement"), a.get("p_improvement_ci")), _ci(row.score, row.score_ci, 4, "+"),
                       f"{row.in_family:.1f}", f"{row.tokens:.0f}", _ci(row.grounding, None),
                       _ci(row.reader_similarity, None), row.note])
     return header, cells
+
+
+def training_cell(row: Row) -> str:
+    """What training each submitter of the row reports (``submit --training-run``); blank for a rule."""
+    def one(t: dict[str, Any]) -> str:
+        return f"{t['steps']} steps, {t['commits']} commits, {t['wall_s'] / 60:.0f} min, {t['hardware']}"
+
+    if len(row.training) == 1 and row.training[0][0] == row.name:
+        return one(row.training[0][1])
+    return "; ".join(f"{name}: {one(t)}" for name, t in row.training)
 
 
 def ran_on(track: str, protocol: int) -> str:

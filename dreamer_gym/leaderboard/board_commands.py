@@ -62,6 +62,21 @@ def llm_block(consolidator: object) -> dict[str, str] | None:
     return None
 
 
+def this_machine() -> str:
+    """The hardware line of a training record when the submitter gives none: this machine's CPUs and GPU."""
+    import os
+
+    gpus = ""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            gpus = f", {torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}"
+    except ImportError:
+        pass
+    return f"{os.cpu_count()} CPU cores{gpus or ', no GPU'} (the machine the submission ran on)"
+
+
 def cmd_submit(args: argparse.Namespace) -> int:
     """Run a consolidator on each track (the consolidator in this process, scoring in the reward service)."""
     from dreamer_gym.consolidators import make_consolidator
@@ -72,9 +87,14 @@ def cmd_submit(args: argparse.Namespace) -> int:
     consolidator = make_consolidator(args.consolidator)
     check_installed()
     llm = llm_block(consolidator)
+    training = None
+    if args.training_run is not None:
+        from dreamer_gym.training.logs import training_record
+
+        training = training_record(args.training_run, args.hardware or this_machine())
     block = consolidator_block(args.name or args.consolidator, kind=_kind(args.consolidator, args.kind),
                                link=args.link, config={"consolidator": args.consolidator},
-                               trained_on=args.trained_on, llm=llm)
+                               trained_on=args.trained_on, llm=llm, training=training)
     runs = []
     for track in _member_tracks(args.track):
         free = cached_free(track, args.cache, {"workers": args.workers})
@@ -220,6 +240,10 @@ def add_parser(sub: Any) -> None:
                    help="default: reference for privileged policies, fixed for built-in rules, else contender")
     s.add_argument("--trained-on", nargs="*", default=[], metavar="ENV_ID",
                    help="env ids the policy was trained or tuned on (transfer tracks rank only ScienceWorld-trained ones)")
+    s.add_argument("--training-run", type=Path, default=None, metavar="RUN/checkpoint-N",
+                   help="the checkpoint's training run: its steps, commits and wall time go on the board beside the row")
+    s.add_argument("--hardware", default="", help="what the training ran on (default with --training-run: this "
+                   "machine's CPUs and GPU)")
     s.add_argument("--workers", type=int, default=1)
     s.add_argument("--cache", type=Path, default=None,
                    help="folder of the submitter's own per-track evaluation caches (default: none, every episode "

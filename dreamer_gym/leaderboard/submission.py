@@ -51,13 +51,16 @@ def package_versions() -> dict[str, str]:
 
 
 def consolidator_block(name: str, *, kind: str, link: str = "", config: dict[str, Any] | None = None,
-                       trained_on: list[str] | None = None, llm: dict[str, str] | None = None) -> dict[str, Any]:
+                       trained_on: list[str] | None = None, llm: dict[str, str] | None = None,
+                       training: dict[str, Any] | None = None) -> dict[str, Any]:
     if kind not in KINDS:
         raise SubmissionError(f"`consolidator.kind` must be one of {list(KINDS)}, got {kind!r}")
     block: dict[str, Any] = {"name": name, "link": link, "config": dict(config or {}),
                              "trained_on": list(trained_on or []), "kind": kind}
     if llm is not None:
         block["llm"] = dict(llm)
+    if training is not None:  # what training cost (steps, commits, wall time, hardware): the board's columns
+        block["training"] = dict(training)
     return block
 
 

@@ -137,3 +137,39 @@ def learning_summary(log_path: Path, window: int = 5) -> str:
                     f"{mean(rs, 'entropy'):.3f} | {shares(rs, 'tool_mix')} | {shares(rs, 'kept_labels')} |"
                     + (f" {shares(rs, 'dropped_labels')} |" if drops else ""))
     return "\n".join(rows)
+
+
+def training_record(checkpoint: str | Path, hardware: str) -> dict[str, Any]:
+    """What training a checkpoint cost, read from its run (``RUN/checkpoint-N``, beside ``RUN/config.yaml`` and
+    ``RUN/log.jsonl``): the board's training columns (a submission's ``consolidator.training``).
+
+    ``steps`` is N; ``commits`` the rollouts (committed regions) behind them, steps x regions (or groups) per step
+    x group size (or generations); ``wall_s`` the seconds the log records for steps 1..N (rollouts and updates, not
+    start-up); ``hardware`` what it ran on, as the submitter says (nothing in a log can tell)."""
+    import re
+
+    import yaml
+
+    from dreamer_gym.errors import ConfigError
+
+    path = Path(checkpoint)
+    m = re.fullmatch(r"checkpoint-(\d+)", path.name)
+    run = path.parent
+    if m is None or not (run / "config.yaml").is_file() or not (run / "log.jsonl").is_file():
+        raise ConfigError(f"`--training-run`: expected a checkpoint folder RUN/checkpoint-N of a training run (with "
+                          f"RUN/config.yaml and RUN/log.jsonl beside it), got {str(checkpoint)!r}")
+    steps = int(m[1])
+    config = yaml.safe_load((run / "config.yaml").read_text()) or {}
+    per_step = [config.get(k) for k in ("regions_per_step", "groups_per_step", "group_size", "num_generations")]
+    regions = per_step[0] or per_step[1]
+    group = per_step[2] or per_step[3]
+    if not (regions and group):
+        raise ConfigError(f"`--training-run`: {run}/config.yaml names no regions (or groups) per step and group size")
+    by_step = {int(r["step"]): r for r in read_log(run / "log.jsonl") if 1 <= int(r.get("step", 0)) <= steps}
+    records = list(by_step.values())  # a resumed run repeats steps in its log: the last record of each counts
+    seconds = sum(sum(r["seconds"].values()) if isinstance(r.get("seconds"), dict)
+                  else float(r.get("seconds_play", 0.0)) + float(r.get("seconds_update", 0.0)) for r in records)
+    if len(records) != steps:
+        raise ConfigError(f"`--training-run`: {run}/log.jsonl holds {len(records)} of the {steps} steps of {path.name}")
+    return {"steps": steps, "commits": steps * int(regions) * int(group), "wall_s": round(seconds, 1),
+            "hardware": hardware}
