@@ -48,3 +48,12 @@ class OpRuleConsolidator:
         for c in calls:
             yield call(c.pop("tool"), **c)
         yield call("commit")
+
+
+def make_rule(name: str) -> Any:
+    """The consolidator that plays rule ``name``: an op rule (``merge-all``, or ``rule:merge-all``) or a registered
+    consolidator's name (``keep-all``, ``dedupe``...)."""
+    from dreamer_gym.consolidators.registry import make_consolidator
+
+    bare = name.removeprefix("rule:")
+    return OpRuleConsolidator(bare) if bare in OP_RULES else make_consolidator(name)

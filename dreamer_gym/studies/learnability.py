@@ -23,7 +23,6 @@ fitted on the selection draws' best rules and scored on the held-out draw, like 
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,12 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from dreamer_gym.consolidators import make_consolidator, run_episode
-from dreamer_gym.consolidators.op_rule import OP_RULES, OpRuleConsolidator
-from dreamer_gym.envs.op_rules import parse_procedure
+from dreamer_gym.consolidators import run_episode
+from dreamer_gym.consolidators.op_rule import OP_RULES, make_rule
+from dreamer_gym.consolidators.rule_selector import FEATURES, predict_tree, region_features
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.memory.regions import parse_window
-from dreamer_gym.memory.tokens import count_tokens
 from dreamer_gym.studies.validity import make_study_env
 
 # Registered deterministic consolidators that are whole-region rules too (dreamer_gym.consolidators.fixed)
@@ -49,14 +47,7 @@ REGISTERED_RULES: dict[str, str] = {
 RULES: tuple[str, ...] = (*REGISTERED_RULES, *OP_RULES)
 MERGING_RULES: tuple[str, ...] = ("merge-all", "consensus", "merge-procedures", "merge-procedures-keep-facts",
                                   "abstract-procedures")
-FEATURES: tuple[str, ...] = ("entries", "tokens", "procedure_share", "insight_share", "distinct_goals",
-                             "distinct_trajectories", "sessions", "families", "majority_family_share")
 TIE = 1e-9  # rewards closer than this are equal (a rule "agrees" with the best where it scores within TIE of it)
-
-
-def make_rule(name: str) -> Any:
-    """The consolidator that plays rule ``name`` (an op rule, or a registered consolidator's name)."""
-    return OpRuleConsolidator(name) if name in OP_RULES else make_consolidator(name)
 
 
 @dataclass(frozen=True)
@@ -102,20 +93,6 @@ class LearnabilityConfig:
         """The reset seed of one draw on one bank's regions: every rule of the draw shares it (paired), and
         each bank gets its own, so regions of a family do not share their evaluation episodes."""
         return int(np.random.SeedSequence([self.seed, draw, bank]).generate_state(1)[0])
-
-
-def region_features(region: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """What a policy could read off a region before acting (:data:`FEATURES`)."""
-    n = len(region)
-    goals = {p.goal.lower() for p in map(parse_procedure, region) if p is not None}
-    trajectories = {p["trajectory_id"] for e in region for p in e["provenance"]}
-    families = Counter(e.get("family", "") for e in region)
-    return {"entries": float(n), "tokens": float(sum(count_tokens(e["text"]) for e in region)),
-            "procedure_share": sum(e["kind"] == "procedure" for e in region) / max(n, 1),
-            "insight_share": sum(e["kind"] == "insight" for e in region) / max(n, 1),
-            "distinct_goals": float(len(goals)), "distinct_trajectories": float(len(trajectories)),
-            "sessions": float(len({e.get("session", 0) for e in region})),
-            "families": float(len(families)), "majority_family_share": max(families.values(), default=0) / max(n, 1)}
 
 
 def study_regions(pool: Any, config: LearnabilityConfig) -> list[tuple[str, int]]:
@@ -255,16 +232,6 @@ def fit_tree(x: np.ndarray, labels: np.ndarray, depth: int) -> dict[str, Any]:
     if all("label" in side for side in sides) and sides[0]["label"] == sides[1]["label"]:
         return leaf  # a split whose sides play the same rule changes no choice
     return {"feature": j, "threshold": t, "left": sides[0], "right": sides[1]}
-
-
-def predict_tree(tree: dict[str, Any], x: np.ndarray) -> np.ndarray:
-    if "label" in tree:
-        return np.full(len(x), tree["label"], dtype=int)
-    left = x[:, tree["feature"]] <= tree["threshold"]
-    out = np.empty(len(x), dtype=int)
-    out[left] = predict_tree(tree["left"], x[left])
-    out[~left] = predict_tree(tree["right"], x[~left])
-    return out
 
 
 def describe_tree(tree: dict[str, Any], features: Sequence[str], rules: Sequence[str]) -> str:
