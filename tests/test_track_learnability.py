@@ -101,3 +101,12 @@ def test_the_study_says_which_rows_it_needs(tmp_path: Path) -> None:
         study(TrackLearnabilityConfig(track="scienceworld"), tmp_path)
     with pytest.raises(ConfigError, match="folds"):
         TrackLearnabilityConfig(folds=1)
+
+
+def test_the_command_writes_the_study_of_a_track(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from dreamer_gym.cli import main
+
+    assert main(["learnability", "--track", "scienceworld", "--bootstrap-resamples", "50", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "track-learnability-scienceworld.json").read_text())
+    assert data["track"] == "scienceworld" and data["config"]["bootstrap_resamples"] == 50
+    assert "best per-region choice" in capsys.readouterr().out
