@@ -470,9 +470,9 @@ def _cmd_track_learnability(args: argparse.Namespace) -> int:
              **dataclass_kwargs(args, LearnabilityConfig, skip=LEARNABILITY_SKIP, dest_prefix="learnability.")}
     config = tl.TrackLearnabilityConfig(track=args.track, folds=study["draws"], seed=study["seed"],
                                         bootstrap_resamples=study["bootstrap_resamples"])
-    summary = tl.run(config, args.results, args.out)
+    summary = tl.run(config, args.results, args.out, archive=args.archive)
     print(tl.to_markdown(summary))
-    print(f"wrote {args.out}/track-learnability-{args.track}.json and .md")
+    print(f"wrote {args.out}/track-learnability-{args.track}*.json and .md")
     return 0
 
 
@@ -694,6 +694,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                    "its rule rows cross-fitted on --draws disjoint folds of its TEST episodes, and its trained rows read "
                    "against them (input dependence, paired CIs); --rules, --env and --workers do not apply")
     p.add_argument("--results", type=Path, default=None, help="with --track: the results folder (default: the board's)")
+    p.add_argument("--archive", type=Path, default=None, metavar="leaderboards/archive/protocol-N",
+                   help="with --track: an archived protocol's track and rows (the before of a protocol bump)")
     g = p.add_argument_group("study (LearnabilityConfig fields)")
     add_dataclass_arguments(g, LearnabilityConfig, skip=LEARNABILITY_SKIP, dest_prefix="learnability.")
     p.add_argument("--out", type=Path, default=Path("runs/learnability"),

@@ -110,3 +110,12 @@ def test_the_command_writes_the_study_of_a_track(tmp_path: Path, capsys: pytest.
     data = json.loads((tmp_path / "track-learnability-scienceworld.json").read_text())
     assert data["track"] == "scienceworld" and data["config"]["bootstrap_resamples"] == 50
     assert "best per-region choice" in capsys.readouterr().out
+
+
+def test_an_archived_protocol_is_the_before_of_the_bump() -> None:
+    archive = RESULTS.parent / "archive" / "protocol-2"
+    s = study(TrackLearnabilityConfig(track="scienceworld", bootstrap_resamples=100), archive=archive)
+    assert s["protocol"] == 2 and s["regions"] == 12 and s["env_id"].endswith("-v0")
+    assert {"keep-all", "empty", "dedupe", "consensus"} <= set(s["rules"]) and s["policies"]
+    with pytest.raises(ConfigError, match="no .*tracks/nope.yaml"):
+        study(TrackLearnabilityConfig(track="nope"), archive=archive)

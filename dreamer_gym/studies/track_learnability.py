@@ -107,29 +107,60 @@ def _records(result: Mapping[str, Any]) -> dict[tuple[int, str], Mapping[str, An
     return {(int(r["bank_index"]), r["family"]): r for r in result["records"]}
 
 
-def load_rows(track_name: str, results_dir: Path) -> tuple[Any, dict[str, dict[str, Any]], dict[str, dict[str, Any]], Any]:
-    """The track, its rule rows, its contender rows (re-scored, this protocol, every region scored) and the board's
-    normaliser (None without its empty and oracle rows)."""
-    from dreamer_gym.leaderboard.aggregate import Normaliser
-    from dreamer_gym.leaderboard.board import load_results
-    from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION, Track, load_track
+@dataclass(frozen=True)
+class TrackView:
+    """What the study reads of a track file: a current track's, or an archived protocol's (which the package no
+    longer loads as a :class:`~dreamer_gym.leaderboard.tracks.Track`)."""
+
+    name: str
+    protocol_version: int
+    env_id: str
+    families: tuple[str, ...]
+    banks: tuple[int, ...]
+    pool: str | None
+
+    def regions(self) -> list[tuple[int, str]]:
+        return [(b, f) for f in self.families for b in self.banks]
+
+
+def track_view(track_name: str, archive: Path | None = None) -> TrackView:
+    """The current track ``track_name``, or with ``archive`` (``leaderboards/archive/protocol-N``) its archived file."""
+    if archive is not None:
+        import yaml
+
+        path = Path(archive) / "tracks" / f"{track_name}.yaml"
+        if not path.is_file():
+            raise ConfigError(f"`--archive`: no {path}; an archive folder holds tracks/TRACK.yaml and results/TRACK/")
+        d = yaml.safe_load(path.read_text())
+        return TrackView(d["name"], int(d["protocol_version"]), d["env_id"], tuple(d["families"]), tuple(d["banks"]),
+                         d.get("pool"))
+    from dreamer_gym.leaderboard.tracks import Track, load_track
 
     track = load_track(track_name)
     if not isinstance(track, Track):
         raise ConfigError(f"`--track`: {track_name!r} is a transfer track (a list of member tracks); name a member")
-    results = load_results(Path(results_dir)).get(track_name, [])
-    current = [r for r in results if r["tier"] == "re-scored" and r["protocol_version"] == PROTOCOL_VERSION
+    return TrackView(track.name, track.protocol_version, track.env_id, track.families, track.banks, track.pool)
+
+
+def load_rows(track: TrackView, results_dir: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], Any]:
+    """The track's rule rows, its contender rows (re-scored, the track's protocol, every region scored) and the
+    board's normaliser (None without its empty and oracle rows)."""
+    from dreamer_gym.leaderboard.aggregate import Normaliser
+    from dreamer_gym.leaderboard.board import load_results
+
+    results = load_results(Path(results_dir)).get(track.name, [])
+    current = [r for r in results if r["tier"] == "re-scored" and r["protocol_version"] == track.protocol_version
                and len(r["records"]) == len(track.regions())]
     rules = {r["builtin"]: r for r in current if r.get("builtin") in RULE_ROWS}
     rules = {name: rules[name] for name in RULE_ROWS if name in rules}
     policies = {r["consolidator"]["name"]: r for r in current if r["consolidator"]["kind"] == "contender"}
     if len(rules) < 2:
-        raise ConfigError(f"track {track_name!r}: {len(rules)} rule row(s) of protocol {PROTOCOL_VERSION} in "
-                          f"{results_dir}/{track_name}/ ({sorted(rules)}); the study needs at least 2 of {list(RULE_ROWS)}: "
+        raise ConfigError(f"track {track.name!r}: {len(rules)} rule row(s) of protocol {track.protocol_version} in "
+                          f"{results_dir}/{track.name}/ ({sorted(rules)}); the study needs at least 2 of {list(RULE_ROWS)}: "
                           "submit them with `dreamer-gym leaderboard submit --consolidator rule:merge-all --kind fixed`")
     anchors = {r["builtin"]: r for r in current if r.get("builtin") in ("empty", "oracle")}
     normaliser = Normaliser.from_results(anchors["empty"], anchors["oracle"]) if len(anchors) == 2 else None
-    return track, rules, policies, normaliser
+    return rules, policies, normaliser
 
 
 def _paired(x: Mapping[str, Any], y: Mapping[str, Any], normaliser: Any) -> dict[str, Any]:
@@ -159,13 +190,18 @@ def median_seeds(scores: Mapping[str, float]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def study(config: TrackLearnabilityConfig, results_dir: str | Path | None = None) -> dict[str, Any]:
-    """The cross-fitted table of the track's rule rows, and every contender row read against it."""
+def study(config: TrackLearnabilityConfig, results_dir: str | Path | None = None,
+          archive: str | Path | None = None) -> dict[str, Any]:
+    """The cross-fitted table of the track's rule rows, and every contender row read against it. With ``archive``
+    (``leaderboards/archive/protocol-N``), the archived protocol's track and rows (``results_dir`` defaults to its
+    ``results``): the "before" of a protocol bump."""
     from dreamer_gym.contract.ids import ENV_IDS
     from dreamer_gym.leaderboard.board_commands import RESULTS_DIR
     from dreamer_gym.pool import load_pool
 
-    track, rule_rows, policy_rows, normaliser = load_rows(config.track, Path(results_dir or RESULTS_DIR))
+    track = track_view(config.track, Path(archive) if archive is not None else None)
+    default = Path(archive) / "results" if archive is not None else RESULTS_DIR
+    rule_rows, policy_rows, normaliser = load_rows(track, Path(results_dir or default))
     regions = track.regions()  # (bank, family)
     rules = list(rule_rows)
     recs = {name: _records(r) for name, r in {**rule_rows, **policy_rows}.items()}
@@ -295,13 +331,14 @@ def to_markdown(s: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(config: TrackLearnabilityConfig, results_dir: str | Path | None = None,
-        out_dir: str | Path | None = None) -> dict[str, Any]:
-    """:func:`study`; with ``out_dir``, write ``track-learnability-TRACK.json`` and ``.md`` there."""
-    summary = study(config, results_dir)
+def run(config: TrackLearnabilityConfig, results_dir: str | Path | None = None, out_dir: str | Path | None = None,
+        archive: str | Path | None = None) -> dict[str, Any]:
+    """:func:`study`; with ``out_dir``, write ``track-learnability-TRACK[-protocolN].json`` and ``.md`` there."""
+    summary = study(config, results_dir, archive)
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        (out / f"track-learnability-{config.track}.json").write_text(json.dumps(summary, indent=1))
-        (out / f"track-learnability-{config.track}.md").write_text(to_markdown(summary))
+        stem = f"track-learnability-{config.track}" + (f"-protocol{summary['protocol']}" if archive is not None else "")
+        (out / f"{stem}.json").write_text(json.dumps(summary, indent=1))
+        (out / f"{stem}.md").write_text(to_markdown(summary))
     return summary
