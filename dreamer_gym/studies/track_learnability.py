@@ -261,6 +261,11 @@ def study(config: TrackLearnabilityConfig, results_dir: str | Path | None = None
             "vs_best_constant": _paired(row, rule_rows[constant_name], normaliser),
             "vs_dedupe": _paired(row, rule_rows["dedupe"], normaliser) if "dedupe" in rule_rows else None}
     constant_agreement = agreement(constant_name)
+    # how often the choice made on one fold is the choice made on another: the agreement a policy that reads the
+    # region perfectly could expect, where the per-region best rule itself moves with the episodes
+    pairs = [(a, b) for a in range(len(chosen)) for b in range(len(chosen)) if a < b]
+    consistency = float(np.mean([signatures[i][rules[chosen[a][i]]] == signatures[i][rules[chosen[b][i]]]
+                                 for a, b in pairs for i in range(len(regions))]))
     for p in policies.values():
         p["agreement_minus_constant"] = p["agreement"] - constant_agreement
     return {
@@ -270,7 +275,8 @@ def study(config: TrackLearnabilityConfig, results_dir: str | Path | None = None
         "best_constant": constant_name, "constant_per_fold": [rules[c] for c in fit["constant_per_fold"]],
         "constant": fit["constant_mean"], "choice": fit["choice_mean"], "gap": fit["gap_mean"], "gap_ci95": [lo, hi],
         "gap_ci_excludes_0": bool(lo > 0 or hi < 0),
-        "agreement": {"constant": constant_agreement, "constant_held_out_best": fit["agreement_constant"],
+        "agreement": {"constant": constant_agreement, "choice_consistency": consistency,
+                      "constant_held_out_best": fit["agreement_constant"],
                       "choice_held_out_best": fit["agreement_choice"]},
         "hindsight": {"constant": fit["hindsight_constant"], "choice": fit["hindsight_choice"],
                       "gap": fit["hindsight_gap"]},
@@ -317,7 +323,9 @@ def to_markdown(s: Mapping[str, Any]) -> str:
     if s["policies"]:
         lines += ["", f"Trained rows against the table. Agreement: the share of (region, fold) where the row plays the "
                   f"rule chosen on the other folds; the best constant `{s['best_constant']}` plays it on "
-                  f"{s['agreement']['constant']:.2f}. Paired 95% CIs (stratified bootstrap over banks within families).",
+                  f"{s['agreement']['constant']:.2f}; the choices of two folds agree on {s['agreement']['choice_consistency']:.2f} "
+                  "of regions (the per-region best rule moves with the episodes). Paired 95% CIs (stratified bootstrap "
+                  "over banks within families).",
                   "", "| row | track score | agreement (- constant's) | plays | - best constant: reward | IQM normalised "
                   "| - dedupe: reward | IQM normalised |", "|---|---|---|---|---|---|---|---|"]
         for name, p in sorted(s["policies"].items()):
