@@ -298,12 +298,14 @@ def _ci(d: Mapping[str, Any] | None, key: str) -> str:
 
 def to_markdown(s: Mapping[str, Any]) -> str:
     lo, hi = s["gap_ci95"]
+    per_fold = s["constant_per_fold"]
+    folds = f"; the folds chose {', '.join(per_fold)}" if len(set(per_fold)) > 1 else ""
     lines = [
         f"Track `{s['track']}` (protocol {s['protocol']}, `{s['env_id']}`): {s['regions']} regions "
         f"({len(s['families'])} families), {len(s['rules'])} rule rows, {s['config']['folds']} disjoint folds of the "
         f"track's TEST episodes (episodes per fold: {s['episodes_per_fold']}, by variation); unit: the track's reward.",
         "", "| | reward (cross-fitted over folds) | in hindsight (all episodes) |", "|---|---|---|",
-        f"| best constant (`{s['best_constant']}`) | {s['constant']:+.4f} | {s['hindsight']['constant']:+.4f} |",
+        f"| best constant (`{s['best_constant']}`{folds}) | {s['constant']:+.4f} | {s['hindsight']['constant']:+.4f} |",
         f"| best per-region choice | {s['choice']:+.4f} | {s['hindsight']['choice']:+.4f} |",
         f"| **gap** (choice - constant) | **{s['gap']:+.4f}** [{lo:+.4f}, {hi:+.4f}] | {s['hindsight']['gap']:+.4f} |",
         "", f"95% CI: regions resampled within families, both selections redone "
