@@ -119,3 +119,16 @@ def test_an_archived_protocol_is_the_before_of_the_bump() -> None:
     assert {"keep-all", "empty", "dedupe", "consensus"} <= set(s["rules"]) and s["policies"]
     with pytest.raises(ConfigError, match="no .*tracks/nope.yaml"):
         study(TrackLearnabilityConfig(track="nope"), archive=archive)
+
+
+@pytest.mark.parametrize("track", ["scienceworld", "alfworld-gen", "miniwob"])
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_the_docs_table_quotes_the_recorded_studies(track: str, protocol: int) -> None:
+    """docs/learnability.md's before/after table is the committed study's output, not typed by hand."""
+    tracks = Path(__file__).parent.parent / "research" / "results" / "issue31" / "tracks"
+    stem = f"track-learnability-{track}" + ("-protocol2" if protocol == 2 else "")
+    s = json.loads((tracks / f"{stem}.json").read_text())
+    page = (Path(__file__).parent.parent / "docs" / "learnability.md").read_text()
+    lo, hi = s["gap_ci95"]
+    row = next(line for line in page.splitlines() if f"track `{track}`, protocol {protocol}" in line)
+    assert f"**{s['gap']:+.4f}** [{lo:+.4f}, {hi:+.4f}]" in row and f"| {s['regions']} |" in row
