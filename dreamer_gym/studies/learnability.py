@@ -265,6 +265,32 @@ def feature_policies(scores: np.ndarray, x: np.ndarray, features: Sequence[str],
     return out
 
 
+def describe_rules(scores: np.ndarray, rules: Sequence[str], strata: Sequence[str]) -> dict[str, Any]:
+    """What a ``(regions, rules, draws)`` table says rule by rule, shared by the env study and the track study:
+    each rule's mean and its share of regions where it is best (on the mean of all draws); for each merging rule
+    (bare or ``rule:NAME``), the share of regions where it hurts or helps against keep-all; and item 2's yardstick,
+    one commit's noise (SD of one rule on one region between draws 0 and 1) against the gap a learner must see
+    (per region, the best rule's draw-mean over the runner-up's), both in reward units."""
+    mean = scores.mean(axis=2)
+    best = _argmax(mean)
+    families = list(dict.fromkeys(strata))
+    per_rule = {rule: {"mean": float(mean[:, i].mean()), "best_share": float(np.mean(best == i)),
+                       "per_family": {f: float(mean[[s == f for s in strata], i].mean()) for f in families}}
+                for i, rule in enumerate(rules)}
+    merging = {}
+    if "keep-all" in rules:
+        keep = mean[:, list(rules).index("keep-all")]
+        for rule in (r for m in MERGING_RULES for r in (m, f"rule:{m}") if r in rules):
+            d = mean[:, list(rules).index(rule)] - keep
+            merging[rule] = {"hurts": float(np.mean(d < -TIE)), "helps": float(np.mean(d > TIE)),
+                             "equal": float(np.mean(np.abs(d) <= TIE)), "worst": float(d.min()),
+                             "best": float(d.max())}
+    ranked = np.sort(mean, axis=1)
+    return {"per_rule": per_rule, "merging_vs_keep_all": merging,
+            "commit_sd": float(np.std(scores[:, :, 0] - scores[:, :, 1]) / np.sqrt(2)),
+            "runner_up_gap": float(np.mean(ranked[:, -1] - ranked[:, -2]))}
+
+
 def summarise(data: Mapping[str, Any], config: LearnabilityConfig) -> dict[str, Any]:
     regions = [(r["family"], r["bank"]) for r in data["regions"]]
     rules = list(config.rules)
@@ -273,35 +299,17 @@ def summarise(data: Mapping[str, Any], config: LearnabilityConfig) -> dict[str, 
     # the bootstrap's strata: a family pool's regions by family; a window pool's by bank (keys repeat across banks)
     strata = [f if parse_window(f) is None else f"bank {b}" for f, b in regions]
     lo, hi = bootstrap_gap(scores, strata, config.bootstrap_resamples, config.seed)
-    mean = scores.mean(axis=2)
-    best = _argmax(mean)  # per region, on every draw: the share table's label
-    families = list(dict.fromkeys(strata))
-    per_rule = {rule: {"mean": float(mean[:, i].mean()),
-                       "best_share": float(np.mean(best == i)),
-                       "per_family": {f: float(mean[[s == f for s in strata], i].mean()) for f in families}}
-                for i, rule in enumerate(rules)}
-    merging = {}
-    if "keep-all" in rules:
-        keep = mean[:, rules.index("keep-all")]
-        for rule in (r for r in MERGING_RULES if r in rules):
-            d = mean[:, rules.index(rule)] - keep
-            merging[rule] = {"hurts": float(np.mean(d < -TIE)), "helps": float(np.mean(d > TIE)),
-                             "equal": float(np.mean(np.abs(d) <= TIE)), "worst": float(d.min()),
-                             "best": float(d.max())}
+    table = describe_rules(scores, rules, strata)
+    best = _argmax(scores.mean(axis=2))  # per region, on every draw: the share table's label
     x = np.array([[r[f] for f in FEATURES] for r in data["regions"]], dtype=float)
     noise = float(np.mean(np.abs(scores[:, :, 0] - scores[:, :, 1])))
-    # item 2's yardstick: one commit's noise (SD of one rule on one region between draws) against the gap a
-    # learner must see (per region, the best rule's draw-mean over the runner-up's), both in reward units
-    commit_sd = float(np.std(scores[:, :, 0] - scores[:, :, 1]) / np.sqrt(2))
-    ranked = np.sort(mean, axis=1)
-    runner_up_gap = float(np.mean(ranked[:, -1] - ranked[:, -2]))
     episodes = {(r["family"], r["bank"], r["draw"]): [tuple(e[:2]) for e in r["episodes"]
                                                         if (e[2] if len(e) > 2 else e[0] == r["family"])]
                 for r in data["records"] if r["rule"] == rules[0]}
     overlap = float(np.mean([len(set(episodes[(f, b, 0)]) & set(episodes[(f, b, 1)])) / max(len(episodes[(f, b, 0)]), 1)
                              for f, b in regions]))
     return {
-        "setting": data["setting"], "regions": len(regions), "families": families, "rules": rules,
+        "setting": data["setting"], "regions": len(regions), "families": list(dict.fromkeys(strata)), "rules": rules,
         "draws": config.draws, "best_constant": rules[fit["constant_per_fold"][0]],
         "constant_per_fold": [rules[c] for c in fit["constant_per_fold"]],
         "constant": fit["constant_mean"], "choice": fit["choice_mean"], "gap": fit["gap_mean"], "gap_ci95": [lo, hi],
@@ -309,7 +317,7 @@ def summarise(data: Mapping[str, Any], config: LearnabilityConfig) -> dict[str, 
         "agreement": {"constant": fit["agreement_constant"], "choice": fit["agreement_choice"]},
         "hindsight": {"constant": fit["hindsight_constant"], "choice": fit["hindsight_choice"],
                       "gap": fit["hindsight_gap"]},
-        "draw_noise": noise, "draw_overlap": overlap, "commit_sd": commit_sd, "runner_up_gap": runner_up_gap, "per_rule": per_rule, "merging_vs_keep_all": merging,
+        "draw_noise": noise, "draw_overlap": overlap, **table,
         "feature_policies": feature_policies(scores, x, FEATURES, rules),
         "per_region": [{"family": f, "bank": b, "best": rules[int(best[i])], "constant": float(fit["constant"][i]),
                         "choice": float(fit["choice"][i]), "gap": float(fit["gap"][i]),

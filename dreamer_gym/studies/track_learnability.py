@@ -32,11 +32,10 @@ import numpy as np
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.studies.learnability import (
     FEATURES,
-    MERGING_RULES,
-    TIE,
     _argmax,
     bootstrap_gap,
     crossfit,
+    describe_rules,
     feature_policies,
     region_features,
 )
@@ -214,26 +213,13 @@ def study(config: TrackLearnabilityConfig, results_dir: str | Path | None = None
     fit = crossfit(scores)
     strata = [family for _, family in regions]
     lo, hi = bootstrap_gap(scores, strata, config.bootstrap_resamples, config.seed)
+    table = describe_rules(scores, rules, strata)
     mean = scores.mean(axis=2)
     best = _argmax(mean)
     families = list(dict.fromkeys(strata))
-    per_rule = {rule: {"mean": float(mean[:, i].mean()), "best_share": float(np.mean(best == i)),
-                       "per_family": {f: float(mean[[s == f for s in strata], i].mean()) for f in families}}
-                for i, rule in enumerate(rules)}
-    merging = {}
-    if "keep-all" in rules:
-        keep = mean[:, rules.index("keep-all")]
-        for rule in rules:
-            if rule.removeprefix("rule:") in MERGING_RULES:
-                d = mean[:, rules.index(rule)] - keep
-                merging[rule] = {"hurts": float(np.mean(d < -TIE)), "helps": float(np.mean(d > TIE)),
-                                 "equal": float(np.mean(np.abs(d) <= TIE)), "worst": float(d.min()),
-                                 "best": float(d.max())}
     pool = load_pool(track.pool or ENV_IDS[track.env_id].pool)
     x = np.array([[region_features([e.to_dict() for e in pool.banks[b] if e.family == f])[name] for name in FEATURES]
                   for b, f in regions], dtype=float)
-    commit_sd = float(np.std(scores[:, :, 0] - scores[:, :, 1]) / np.sqrt(2))
-    ranked = np.sort(mean, axis=1)
 
     # the contenders against the table
     constant_name = rules[int(_argmax(mean.mean(axis=0)))]  # the best constant on every fold (the board's reading)
@@ -280,8 +266,7 @@ def study(config: TrackLearnabilityConfig, results_dir: str | Path | None = None
                       "choice_held_out_best": fit["agreement_choice"]},
         "hindsight": {"constant": fit["hindsight_constant"], "choice": fit["hindsight_choice"],
                       "gap": fit["hindsight_gap"]},
-        "commit_sd": commit_sd, "runner_up_gap": float(np.mean(ranked[:, -1] - ranked[:, -2])),
-        "per_rule": per_rule, "merging_vs_keep_all": merging,
+        **table,
         "feature_policies": feature_policies(scores, x, FEATURES, rules),
         "policies": policies, "median_seeds": median_seeds({n: p["score"] for n, p in policies.items()}),
         "per_region": [{"bank": b, "family": f, "best": rules[int(best[i])], "gap": float(fit["gap"][i]),
