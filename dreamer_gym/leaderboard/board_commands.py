@@ -185,6 +185,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     import tempfile
     import time
 
+    from dreamer_gym.leaderboard.rows import check_verified_free
     from dreamer_gym.leaderboard.submission import SubmissionError, dumps
     from dreamer_gym.leaderboard.tracks import Track, load_track
     from dreamer_gym.leaderboard.verify import verify
@@ -193,19 +194,25 @@ def cmd_verify(args: argparse.Namespace) -> int:
     track = load_track(args.track)
     if not isinstance(track, Track):
         raise ConfigError(f"verify one track at a time; {args.track!r} is a transfer track (verify its members)")
+    name, kind = args.name or args.consolidator, _kind(args.consolidator, args.kind)
+    try:  # the row's name and file, before minutes of acquisition: never another run's file
+        out = check_verified_free(args.out_dir, track.name, {"name": name, "kind": kind,
+                                                             "config": {"consolidator": args.consolidator}})
+    except SubmissionError as exc:
+        print(f"verification refused: {exc}", file=sys.stderr)
+        return 1
     start = time.perf_counter()
     timings: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="dreamer-gym-verify-") as tmp:
         work = args.work_dir or Path(tmp)
         try:
-            record = verify(track, args.consolidator, work, seeds=args.seeds, kind=_kind(args.consolidator, args.kind),
+            record = verify(track, args.consolidator, work, seeds=args.seeds, kind=kind,
                             trained_on=args.trained_on, progress=not args.quiet, workers=args.workers,
                             timings=timings, **({"regions": args.regions} if args.regions is not None else {}))
         except SubmissionError as exc:
             print(f"verification failed: {exc}", file=sys.stderr)
             return 1
-    record["consolidator"]["name"] = args.name or args.consolidator
-    out = args.out_dir / track.name / f"{slug(record['consolidator']['name'])}.verified.json"
+    record["consolidator"]["name"] = name
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(dumps(record))
     print(f"verified: {track.name}: score {record['summary']['score']:+.4f} on bank seeds "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 
 from dreamer_gym.consolidators import make_consolidator
 from dreamer_gym.leaderboard import Track, load_track
-from dreamer_gym.leaderboard.rows import check_row_free
+from dreamer_gym.leaderboard.rows import NAME_PATTERN, builtin_rule, check_name, check_row_free, check_verified_free
 from dreamer_gym.leaderboard.submission import (
     SubmissionError,
     build_submission,
@@ -129,6 +130,65 @@ def test_a_results_file_of_another_submission_is_never_overwritten(tmp_path: Pat
         check_row_free(held, "keep-all", "0" * 64, builtin="keep-all")
     check_row_free(held, "dedupe", json.loads(held.read_text())["submission_sha256"])  # the same submission: its own file
     check_row_free(held, "dedupe", "0" * 64, builtin="dedupe")  # `make board`: the board re-runs dedupe itself
+
+
+# look-alikes of built-in rows (issue 38): a Cyrillic е (U+0435), fullwidth letters (U+FF44...), and the ASCII
+# names that the slug would otherwise keep apart from the rows they imitate
+LOOK_ALIKES = ("d\u0435dupe", "\uff44\uff45\uff44\uff55\uff50\uff45", "oracl\u0435", "\uff52\uff55\uff4c\uff45:merge-all",
+               "Oracle-2", "my policy", "_dedupe", "grpo:runs/x/checkpoint-5", "k\u0435ep-all")
+
+
+def test_each_look_alike_name_is_refused_before_any_rescore_with_a_name_that_passes() -> None:
+    for name in LOOK_ALIKES:
+        attack = as_contender(committed("dedupe"), name)
+        with pytest.raises(SubmissionError, match=r"^`consolidator\.name`: .* is not a row name: a row name matches "
+                                                  r"\[a-z0-9\]\[a-z0-9:\._-\]\* \(ASCII lower case.*; try '") as caught:
+            check_data(attack, references=[ORACLE])  # the checks before any re-score
+        message = str(caught.value)
+        assert "\n" not in message, name
+        suggestion = message.rsplit("try ", 1)[1].strip("'")
+        assert check_name(suggestion) == suggestion, (name, suggestion)
+        assert builtin_rule(as_contender(committed("dedupe"), suggestion)["consolidator"]) is None  # no built-in's
+
+
+def test_every_committed_row_name_is_a_row_name() -> None:
+    """The rule refuses no row on the board: every name in the submissions and results files passes (the
+    archived protocol-2 names, `oplevel (seed 0)`, are never validated again and keep theirs)."""
+    names = {data["consolidator"]["name"] for path in sorted(ROOT.glob("leaderboards/**/*.json"))
+             if "archive" not in path.parts for data in [json.loads(path.read_text())]
+             if isinstance(data, dict) and isinstance(data.get("consolidator"), dict)}
+    assert len(names) >= 25 and [n for n in names if not NAME_PATTERN.fullmatch(n)] == []
+
+
+def test_a_verified_file_of_another_submission_is_never_overwritten(tmp_path: Path) -> None:
+    """`leaderboard verify` writes NAME.verified.json; only a re-verification of the same name and consolidator
+    replaces it, and a verified run never attaches to another consolidator's re-scored row."""
+    def block(name: str, rule: str, kind: str = "contender") -> dict:
+        return {"name": name, "kind": kind, "config": {"consolidator": rule}}
+
+    held = tmp_path / "scienceworld" / "my-policy.verified.json"
+    held.parent.mkdir()
+    held.write_text(json.dumps({"tier": "verified", "consolidator": block("my-policy", "mine")}))
+    for name, rule in (("my--policy", "mine"), ("my:policy.", "other"), ("my-policy", "other")):
+        with pytest.raises(SubmissionError, match=rf"'{re.escape(name)}' would overwrite {re.escape(str(held))}, the "
+                                                  r"row of 'my-policy' running 'mine', not '"):
+            check_verified_free(tmp_path, "scienceworld", block(name, rule))
+    assert check_verified_free(tmp_path, "scienceworld", block("my-policy", "mine")) == held  # its own file
+    row = tmp_path / "scienceworld" / "grpo-ops-seed0.json"
+    row.write_text((RESULTS / "scienceworld" / "grpo-ops-seed0.json").read_text())
+    with pytest.raises(SubmissionError, match=r"would be the verified run of .*grpo-ops-seed0\.json, the row of "
+                                              r"'grpo-ops-seed0' running 'grpo:runs/grpo-smollm2-ops/checkpoint-5'"):
+        check_verified_free(tmp_path, "scienceworld", block("grpo-ops-seed0", "dedupe"))
+    with pytest.raises(SubmissionError, match=r"'dedupe' is the name \(file dedupe\.json\) of the built-in row"):
+        check_verified_free(tmp_path, "scienceworld", block("dedupe", "mine"))
+    with pytest.raises(SubmissionError, match="is not a row name"):
+        check_verified_free(tmp_path, "scienceworld", block("d\u0435dupe", "mine"))
+    before = held.read_bytes()
+    out = subprocess.run([sys.executable, "-m", "dreamer_gym.cli", "leaderboard", "verify", "--consolidator",
+                          "dedupe", "--kind", "contender", "--track", "scienceworld", "--name", "my-policy", "--out-dir", str(tmp_path),
+                          "--quiet"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1 and "verification refused: `consolidator.name`: 'my-policy' would overwrite" in out.stderr
+    assert held.read_bytes() == before
 
 
 def test_a_learned_row_submitted_as_fixed_is_refused_before_any_rescore() -> None:
