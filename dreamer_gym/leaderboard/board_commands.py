@@ -208,11 +208,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         try:
             record = verify(track, args.consolidator, work, seeds=args.seeds, kind=kind,
                             trained_on=args.trained_on, progress=not args.quiet, workers=args.workers,
-                            timings=timings, **({"regions": args.regions} if args.regions is not None else {}))
+                            timings=timings, name=name, **({"regions": args.regions} if args.regions is not None else {}))
         except SubmissionError as exc:
             print(f"verification failed: {exc}", file=sys.stderr)
             return 1
-    record["consolidator"]["name"] = name
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(dumps(record))
     print(f"verified: {track.name}: score {record['summary']['score']:+.4f} on bank seeds "

@@ -181,14 +181,14 @@ class StageReport:
 
 def run_sandboxed(track: Track, consolidator: str, sandbox: Sandbox, *, kind: str, trained_on: list[str] | None = None,
                   episode_secret: str | None = None, timeout_s: float = 3600.0, progress: bool = False,
-                  **free: Any) -> dict[str, Any]:
+                  name: str | None = None, **free: Any) -> dict[str, Any]:
     """The submission of ``consolidator`` on ``track``, run in ``sandbox`` (after its self-test) with the real env
     and its withholding service out here; built from what the env recorded, like ``leaderboard submit``."""
     sandbox.self_test()
     with SandboxedConsolidator(sandbox, consolidator, track.config(**free), timeout_s=timeout_s) as remote:
         result = run_for_submission(track, remote, name=consolidator, progress=progress, episode_secret=episode_secret,
                                     **free)  # keeps the calls: the re-score replays them (validate.check_regions)
-    block = consolidator_block(consolidator, kind=kind, config={"consolidator": consolidator}, trained_on=trained_on,
+    block = consolidator_block(name or consolidator, kind=kind, config={"consolidator": consolidator}, trained_on=trained_on,
                                llm=remote.ready.get("llm"))
     return build_submission(block, [(track, result)])
 
@@ -198,12 +198,13 @@ def verify(track: Track, consolidator: str, work_dir: Path, *, seeds: list[int] 
            gold_variations: int = 20, test_variations: Mapping[str, Sequence[int]] | None = None,
            episode_secret: str | None = None, sandbox: Sandbox | None = None, timeout_s: float = 3600.0,
            progress: bool = False, timings: dict[str, float] | None = None, regions: int | None = DEFAULT_REGIONS,
-           **free: Any) -> dict[str, Any]:
+           name: str | None = None, **free: Any) -> dict[str, Any]:
     """Run ``consolidator`` on a fresh draw of ``track`` in the sandbox, check and re-score; a results record of
     tier ``verified``. ``seeds``, ``test_variations`` and ``episode_secret`` default to fresh draws (pass the
     recorded ones only to reproduce a run); ``regions``: how many regions to visit (:func:`verification_banks`
     fresh banks; ``None``: as many as the track; given ``seeds`` say it themselves); ``sandbox`` defaults to
-    bubblewrap on PATH. A sandbox that is missing or fails its self-test raises
+    bubblewrap on PATH; ``name``: the row's name (default: ``consolidator``, which may be an entry point or a
+    checkpoint path that is no row name). A sandbox that is missing or fails its self-test raises
     :class:`~dreamer_gym.leaderboard.sandbox.SandboxUnavailable` before any work."""
     source = "given (a re-run of an earlier verification)" if seeds is not None else "drawn at verification (OS entropy)"
     seeds = sorted(seeds) if seeds is not None else draw_seeds(verification_banks(track, regions))
@@ -226,7 +227,7 @@ def verify(track: Track, consolidator: str, work_dir: Path, *, seeds: list[int] 
         references = reference_banks(fresh, progress=progress, episode_secret=episode_secret, **free)
     with stage("consolidator", f"{consolidator!r} in the bubblewrap sandbox, on the fresh track"):
         data = run_sandboxed(fresh, consolidator, sandbox, kind=kind or "contender", trained_on=trained_on,
-                             episode_secret=episode_secret, timeout_s=timeout_s, progress=progress, **free)
+                             episode_secret=episode_secret, timeout_s=timeout_s, progress=progress, name=name, **free)
         (work_dir / "submission.json").write_text(dumps(data))  # kept for the record; the board reads `data`
     with stage("re-score", "the submission's checks, then its banks re-scored on TEST episodes"):
         [checked] = check_data(data, {fresh.name: fresh}, references=references)
