@@ -12,9 +12,11 @@ class Consolidator(Protocol):
     """A policy on `ConsolidationEnv`: yields one JSON tool call at a time.
 
     ``actions`` is usually a generator; :func:`run_episode` sends it ``(obs, info)`` after each step, so
-    a policy that reacts to tool results writes ``obs, info = yield action`` (others ignore it)."""
+    a policy that reacts to tool results writes ``obs, info = yield action`` (others ignore it).
 
-    name: str
+    That method is the whole protocol. A ``name`` attribute is optional (the built-ins have one, for printing):
+    a policy is known by the name it is registered under, and the leaderboard names a row by that name or
+    ``--name``, never by an attribute of the object."""
 
     def actions(self, env: gym.Env, obs: dict[str, Any], info: dict[str, Any]) -> Iterator[str]: ...
 

@@ -1,12 +1,14 @@
 """`check_consolidator`: does a policy keep the consolidator contract before it is run by name or submitted?
 
 Shipped, as Gymnasium ships ``check_env`` and the suites ship ``check_suite``. It plays a few real
-episodes and checks what the runner and the env rely on: a ``name``, ``actions(env, obs, info)`` that
-returns an iterator of action strings the env's action space contains, no exception from the policy,
-an episode that ends; and it reports what a user wants to know before a long run: invalid calls, tool
-calls used, returns, and whether the same seed gives the same calls (``deterministic``). Failures raise
-:class:`ConsolidatorCheckError` naming what came; a bad *tool call* is not a failure (the env answers
-it), it is counted.
+episodes and checks what the runner and the env rely on, which is the whole documented protocol
+(:class:`~dreamer_gym.consolidators.base.Consolidator`): ``actions(env, obs, info)`` that returns an iterator
+of action strings the env's action space contains, no exception from the policy, an episode that ends. A
+``name`` attribute is not part of it (a policy runs under its registered name, as the CLI runs it); the
+report uses it as a label when it is there, the class name otherwise. It reports what a user wants to know
+before a long run: invalid calls, tool calls used, returns, and whether the same seed gives the same calls
+(``deterministic``). Failures raise :class:`ConsolidatorCheckError` naming what came; a bad *tool call* is
+not a failure (the env answers it), it is counted.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ class ConsolidatorCheckError(DreamerGymError, AssertionError):
 class ConsolidatorReport:
     """What :func:`check_consolidator` saw, one entry per episode where a list."""
 
-    name: str
+    name: str  # the policy's ``name`` if it has one, else its class name: a label for messages, not a contract
     returns: list[float] = field(default_factory=list)
     tool_calls: list[int] = field(default_factory=list)
     invalid_calls: list[int] = field(default_factory=list)
@@ -41,6 +43,12 @@ class ConsolidatorReport:
 
 def _fail(name: str, where: str, message: str) -> ConsolidatorCheckError:
     return ConsolidatorCheckError(f"consolidator {name!r}, {where}: {message}")
+
+
+def _label(policy: Any) -> str:
+    """What messages call ``policy``: its ``name`` when that is a non-empty string, else its class name."""
+    name = getattr(policy, "name", None)
+    return name if isinstance(name, str) and name else type(policy).__name__
 
 
 def _play(env: gym.Env, policy: Any, name: str, seed: int, family: str | None) -> tuple[list[str], dict[str, Any]]:
@@ -83,9 +91,7 @@ def check_consolidator(policy: Any, env: gym.Env, *, seeds: tuple[int, ...] = (0
                        repeat: bool = True) -> ConsolidatorReport:
     """Play one episode per seed (and the first again when ``repeat``) on ``env``; raise
     :class:`ConsolidatorCheckError` on a breach, return a :class:`ConsolidatorReport` otherwise."""
-    name = getattr(policy, "name", None)
-    if not isinstance(name, str) or not name:
-        raise ConsolidatorCheckError(f"{type(policy).__name__}: expected a non-empty `name` attribute, got {name!r}")
+    name = _label(policy)
     if not callable(getattr(policy, "actions", None)):
         raise _fail(name, "the policy", "has no actions(env, obs, info) method")
     report = ConsolidatorReport(name)
