@@ -170,7 +170,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
                 self._evidence_stored = True
             self.store.put_bank(bank, meta={"pool": pool.hash, "index": bank_index})
         self._ws = Workspace(bank, region, pool.trajectories, family, self.config.max_emitted, self.config.max_entry_tokens,
-                             contract=self.config.tool_contract)
+                             contract=self.config.tool_contract, own_window_families=self.config.window_own_families)
         self._view = RegionView(region.name, list(self._ws.entries.values()), self.region_chars)
         self._region_dicts = [entry_dict(e) for e in self._ws.entries.values()]
         self._bank_index = bank_index

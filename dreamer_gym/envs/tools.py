@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dreamer_gym.contract.definition import CHARS_PER_TOKEN
+from dreamer_gym.contract.filing import filing_families
 from dreamer_gym.envs.toolspec import LATEST_CONTRACT, MAX_PROVENANCE, SPECS, V0_PROVENANCE_SEEN, argument_error, check_contract, prompt_lines
 from dreamer_gym.memory import BM25Retriever, MemoryBank, MemoryEntry, Provenance, Trajectory, count_tokens
 from dreamer_gym.memory.regions import Region, parse_window
@@ -82,6 +83,7 @@ class Workspace:
     max_entry_tokens: int
     emitted: list[MemoryEntry] = field(default_factory=list)
     contract: int = LATEST_CONTRACT  # the tool contract the calls were checked against (how provenance is read)
+    own_window_families: bool = False  # ConsolidationConfig.window_own_families (dreamer_gym.contract.filing)
 
     def __post_init__(self) -> None:
         self.entries: dict[str, MemoryEntry] = {i: self.bank.get(i) for i in self.region.entry_ids}  # type: ignore[misc]
@@ -91,14 +93,22 @@ class Workspace:
     def entry_family(self, provenance: tuple[Provenance, ...]) -> str:
         """The family an emitted entry is filed under: the region's, or on a window region (which mixes
         tasks) the family most of its cited trajectories were played for (ties: the first in name order;
-        no citation: the region's most common family)."""
+        no citation: the region's most common family). With ``own_window_families``, a family the window's
+        own sessions did not play (an older retrieved entry's) is a :class:`ToolError`: the window's
+        evaluation never draws from it (:mod:`dreamer_gym.contract.filing`)."""
         if parse_window(self.family) is None:
             return self.family
         cited = Counter(self.trajectories[p.trajectory_id].family for p in provenance
                         if p.trajectory_id in self.trajectories)
+        allowed = filing_families(self.bank, self.family, self.region, self.own_window_families)
         if not cited:
-            cited = Counter(e.family for e in self.entries.values())
-        return min(cited, key=lambda f: (-cited[f], f)) if cited else ""
+            cited = Counter(e.family for e in self.entries.values() if e.family in allowed)
+        family = min(cited, key=lambda f: (-cited[f], f)) if cited else ""
+        if self.own_window_families and family not in allowed:
+            raise ToolError(f"this entry would be filed under {family!r}, the family most of its cited trajectories "
+                            f"were played for, which window {self.family!r}'s own sessions did not play; a new entry "
+                            f"is filed under one of {sorted(allowed)}: cite the window's own trajectories")
+        return family
 
     # The methods take arguments that parse_action has checked against the tool contract.
     def _entry(self, args: dict[str, Any]) -> MemoryEntry:

@@ -21,6 +21,7 @@ import numpy as np
 from dreamer_gym.agents import EpisodeResult
 from dreamer_gym.contract.config import ConsolidationConfig
 from dreamer_gym.contract.definition import CHARS_PER_TOKEN
+from dreamer_gym.contract.filing import filing_families
 from dreamer_gym.contract.frozen import budgets, comparable_id, reward_definition
 from dreamer_gym.contract.reward import reward_from_results, size_term
 from dreamer_gym.errors import EvaluationFailed, RewardServiceError
@@ -245,7 +246,7 @@ class Referee:
         region = self._region(old, request.family)
         if not region.entry_ids:
             raise RewardServiceError(f"bank {request.bank_index} has no region {request.family!r}")
-        self._check_region(old, region.entry_ids, request)
+        self._check_region(old, region, request)
         new = old.replace(region.entry_ids, request.emitted)
         rng = np.random.default_rng(seed)
         if parse_window(request.family) is None:
@@ -369,12 +370,11 @@ class Referee:
             self._snapshot_cache[(index, key)] = bank_at(self.pool.banks[index], key)
         return self._snapshot_cache[(index, key)]
 
-    def _check_region(self, old: MemoryBank, region_ids: tuple[str, ...], request: CommitRequest) -> None:
+    def _check_region(self, old: MemoryBank, region: Region, request: CommitRequest) -> None:
         """The env's tools enforce these limits; the referee checks them again on what it is asked to score."""
-        cfg, ids, region = self.config, set(), set(region_ids)
-        # a window region mixes tasks: a new entry may be filed under any family the window holds
-        families = ({request.family} if parse_window(request.family) is None
-                    else {old.get(i).family for i in region_ids})  # type: ignore[union-attr]
+        cfg, ids, region_ids = self.config, set(), set(region.entry_ids)
+        # a window region mixes tasks: the families a new entry may be filed under (contract.filing)
+        families = filing_families(old, request.family, region, cfg.window_own_families)
         new = 0
         for e in request.emitted:
             if not isinstance(e, MemoryEntry):
@@ -383,14 +383,15 @@ class Referee:
             if e.id in ids:
                 raise RewardServiceError(f"entry {e.id} is emitted twice")
             ids.add(e.id)
-            if e.id in region:
+            if e.id in region_ids:
                 if e != old.get(e.id):
                     raise RewardServiceError(f"kept entry {e.id} differs from the region's")
                 continue
             new += 1
             if e.family not in families:
-                raise RewardServiceError(f"new entry {e.id} is of family {e.family!r}, not one of region "
-                                         f"{request.family!r}'s {sorted(families)}")
+                own = " its own sessions played" if cfg.window_own_families and parse_window(request.family) else ""
+                raise RewardServiceError(f"new entry {e.id} is of family {e.family!r}, not one of the families "
+                                         f"region {request.family!r}{own}: {sorted(families)}")
             if count_tokens(e.text) > cfg.max_entry_tokens or len(e.text) > cfg.max_entry_tokens * CHARS_PER_TOKEN:
                 raise RewardServiceError(f"new entry {e.id} is over max_entry_tokens={cfg.max_entry_tokens}")
         if new > cfg.max_emitted:
