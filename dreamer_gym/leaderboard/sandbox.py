@@ -1,25 +1,29 @@
-"""The verified tier's sandbox: a submitter's consolidator runs in bubblewrap, where it cannot run the simulators,
-read the pools, the reference procedures or the reward code, or reach the network.
+"""The verified tier's sandbox: a submitter's consolidator runs in bubblewrap, where it sees only what it must.
 
-:class:`Sandbox` builds the ``bwrap`` command: the root read-only, no network (``--unshare-net``), its own pid,
-IPC and session, no capabilities (so it cannot unmount what hides a path), a fresh ``/tmp``, a minimal
-environment, and each hidden path covered (:func:`hidden_paths`). A hidden simulator package gets an
-``__init__`` that refuses to import; a hidden module of this package gets a *hollow* stand-in whose names
-import (so ``import dreamer_gym`` still works) and refuse when used. :meth:`Sandbox.self_test` checks, before any
-consolidator runs, that the sandbox starts, cannot open a hidden file, cannot import the simulator and has no
-network; where ``bwrap`` is missing or the test fails, :class:`SandboxUnavailable`: verify never runs a
-consolidator unsandboxed.
+:class:`Sandbox` builds the ``bwrap`` command from an **allow-list** (:mod:`dreamer_gym.leaderboard.sandbox_paths`):
+the system libraries, the interpreter's prefixes, the installed package with its covers (simulators that refuse to
+import, this package's reference procedures, data, reward code and service *hollow*), the consolidator's declared
+code folders and model files, each bound read-only, and nothing else: no home, no other cache, no checkout, no
+data folder of the machine. Around them: no network (``--unshare-net``), its own pid, IPC and uts namespaces, the
+child as pid 1 (``--as-pid-1``, so ``/proc/1`` is the child and not bubblewrap, which holds the board's
+environment and command line), no capabilities, a fresh ``/dev`` and ``/proc``, a ``/tmp`` tmpfs of bounded size,
+a minimal environment, and the limits of :mod:`dreamer_gym.leaderboard.sandbox_limits` (memory, ``/tmp``,
+processes under the child's own uid).
+
+:meth:`Sandbox.self_test` runs before any consolidator: it plants a canary file outside the allow-list (a copy of
+package data) and a canary variable in the environment it launches bubblewrap with, and refuses
+(:class:`SandboxUnavailable`) if the child can read either, open a covered file, import a simulator or reach the
+network; where ``bwrap`` is missing or the test fails, verify never runs a consolidator unsandboxed.
 
 :class:`SandboxedConsolidator` is the board's side of the pipe (the child's is
 :mod:`dreamer_gym.leaderboard.sandbox_child`): a consolidator for :func:`~dreamer_gym.leaderboard.run_track`
-whose tool calls come from the sandbox. What bubblewrap does not stop is in docs/leaderboard.md, "The verified
-tier".
+whose tool calls come from the sandbox. What bubblewrap does not stop is in docs/leaderboard.md, "The sandbox".
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
+import secrets
 import selectors
 import shutil
 import subprocess
@@ -34,19 +38,30 @@ from typing import IO, Any
 
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.leaderboard.sandbox_child import MAX_LINE, encode
+from dreamer_gym.leaderboard.sandbox_limits import (
+    Limits,
+    Watchdog,
+    drops_privileges,
+    explain,
+    free_uid,
+    kill_tree,
+    launcher,
+)
+from dreamer_gym.leaderboard.sandbox_paths import (
+    Allowed,
+    allowed,
+    covers,
+    default_models,
+    package_root,
+    unreadable,
+)
 from dreamer_gym.leaderboard.submission import SubmissionError
 
-# simulators a consolidator must not run: their packages (found without importing them) and the JVM
-SIMULATORS = ("scienceworld", "alfworld", "textworld", "browsergym", "miniwob", "playwright")
-SYSTEM_HIDDEN = ("/usr/lib/jvm", "/usr/lib/chromium", "/root/.cache/ms-playwright", "/root/.cache/alfworld")
-# this package's modules that hold reference procedures, simulators, the reward code or the service
-PACKAGE_HIDDEN = ("contract/reward.py", "service", "suites/scienceworld.py", "suites/alfworld.py",
-                  "suites/alfworld_gen", "suites/miniwob.py", "suites/webarena.py", "suites/latency.py", "suites/web",
-                  "data")
-# the repo's recorded results, studies and baselines, and its copies of the package (build/, git objects)
-REPO_HIDDEN = ("leaderboards", "research", "baselines", "build", ".git")
-CACHE_KEPT = ("models",)  # the pool cache is hidden; converted LLM weights (a local model's) stay readable
-KEPT_ENV = ("PATH", "LANG", "LC_ALL", "PYTHONPATH", "CUDA_VISIBLE_DEVICES", "HF_HOME", "OMP_NUM_THREADS")
+KEPT_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")
+CANARY_VARIABLE = "DREAMER_GYM_SANDBOX_CANARY"  # set in bubblewrap's environment by the self-test only
+# where the self-test plants its canary: outside /tmp (the sandbox's /tmp is a fresh tmpfs, which would hide a
+# canary there for the wrong reason) and outside every allowed path
+CANARY_PLACES = ("/var/tmp", ".")
 
 _ABSENT = '''raise ImportError(f"{__name__} is hidden inside the verify sandbox: a verified consolidator may not run a \
 simulator (docs/leaderboard.md, 'The verified tier')")
@@ -86,62 +101,26 @@ class SandboxUnavailable(ConfigError):
 
 
 class SandboxViolation(SubmissionError):
-    """The consolidator failed inside the sandbox (a hidden import, file or the network): a failure, not a score."""
-
-
-def package_root() -> Path:
-    return Path(__file__).resolve().parents[1]
-
-
-def simulator_dirs() -> list[Path]:
-    """The installed simulators' package folders (``find_spec`` of a top-level name imports nothing)."""
-    out = []
-    for name in SIMULATORS:
-        spec = importlib.util.find_spec(name)
-        for location in (spec.submodule_search_locations or []) if spec else []:
-            out.append(Path(location))
-    return out
-
-
-def hidden_paths(extra: Sequence[Path] = ()) -> tuple[list[Path], list[Path], list[Path]]:
-    """``(absent, hollow, covered)``: simulator packages that refuse to import; this package's modules that import
-    hollow (and their compiled copies); folders and files covered by an empty one. Only paths that exist."""
-    from dreamer_gym.paths import cache_root
-
-    pkg = package_root()
-    hollow = [pkg / p for p in PACKAGE_HIDDEN if (pkg / p).exists()]
-    covered = [Path(p) for p in SYSTEM_HIDDEN] + list(extra)
-    if (pkg.parent / "pyproject.toml").is_file():  # a checkout: its results, studies and copies of the package
-        covered += [pkg.parent / p for p in REPO_HIDDEN]
-    cache = cache_root()
-    if cache.is_dir():
-        covered += [p for p in cache.iterdir() if p.name not in CACHE_KEPT]
-    for path in hollow:
-        if path.suffix == ".py":  # the compiled module beside it holds the same constants
-            covered += sorted((path.parent / "__pycache__").glob(f"{path.stem}.*.pyc"))
-    return simulator_dirs(), hollow, [p for p in covered if p.exists()]
-
-
-def runtime_under_tmp() -> list[str]:
-    """What the child needs to run that a fresh ``/tmp`` would hide: the interpreter's prefixes and this package's
-    root, where they lie under ``/tmp`` (a clone checked out there, as CI does). Bound back read-only before the
-    covers, so what the covers hide inside them stays hidden."""
-    roots = {Path(sys.prefix), Path(sys.base_prefix), Path(__file__).resolve().parents[2]}
-    tmp = Path("/tmp").resolve()
-    under = sorted(str(p.resolve()) for p in roots if p.resolve().is_relative_to(tmp) and p.resolve() != tmp)
-    return [p for p in under if not any(p != q and p.startswith(q + os.sep) for q in under)]  # outermost only
+    """The consolidator failed inside the sandbox (a hidden import, file or the network, or a limit it breached):
+    a failure, not a score."""
 
 
 @dataclass
 class Sandbox:
     """How verify isolates a consolidator. ``binary``: the bubblewrap executable (a test points it at a missing
-    one to see the refusal); ``hidden``: more paths to cover (verify adds its work folder, where the fresh pool
-    is); ``code``: folders of the submitter's code, bound back in read-only and put on ``PYTHONPATH``."""
+    one to see the refusal); ``hidden``: paths to cover where an allowed folder holds them (verify adds its work
+    folder, where the fresh pool is); ``code``: folders of the submitter's code, bound read-only and put on
+    ``PYTHONPATH``; ``models``: model files or folders the consolidator loads (default: the package cache's
+    converted models, :func:`~dreamer_gym.leaderboard.sandbox_paths.default_models`); ``limits``: memory,
+    ``/tmp`` and processes."""
 
     binary: str = "bwrap"
     hidden: tuple[Path, ...] = ()
     code: tuple[Path, ...] = ()
+    models: tuple[Path, ...] | None = None
+    limits: Limits = field(default_factory=Limits)
     _stubs: Path | None = field(default=None, init=False, repr=False, compare=False)  # each copy writes its own
+    _uid: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def executable(self) -> str:
         found = shutil.which(self.binary)
@@ -156,24 +135,42 @@ class Sandbox:
             weakref.finalize(self, shutil.rmtree, self._stubs, True)
             (self._stubs / "absent.py").write_text(_ABSENT)
             (self._stubs / "hollow.py").write_text(_HOLLOW)
+            for stub in self._stubs.iterdir():
+                stub.chmod(0o644)  # bound file by file: readable by the child's own uid
         return self._stubs
+
+    def uid(self) -> int | None:
+        """The child's own uid where the board is root (drawn once per sandbox), else ``None`` (the caller's)."""
+        if self._uid is None and drops_privileges():
+            self._uid = free_uid()
+        return self._uid
+
+    def allowed(self) -> Allowed:
+        """The allow-list; with a uid of its own the child must be able to read the code and model files."""
+        allow = allowed(self.code, default_models() if self.models is None else self.models)
+        if self.uid() is not None:
+            for path in (*allow.code, *allow.models):
+                if bad := unreadable(path):
+                    raise ConfigError(f"{str(bad[0])!r} is not readable by the sandbox's own uid (it reads only what "
+                                      f"any user may): run `chmod -R o+rX {path}`")
+        return allow
 
     def command(self, argv: Sequence[str]) -> list[str]:
         """The ``bwrap`` command line that runs ``argv`` inside the sandbox."""
-        absent, hollow, covered = hidden_paths(self.hidden)
-        stubs = self.stubs()
-        cmd = [self.executable(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-               "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
-               "--new-session", "--cap-drop", "ALL", "--clearenv", "--setenv", "HOME", "/tmp",
-               "--setenv", "HF_HUB_OFFLINE", "1", "--chdir", "/tmp"]
-        for name in KEPT_ENV:
-            if name in os.environ and name != "PYTHONPATH":
-                cmd += ["--setenv", name, os.environ[name]]
-        for path in runtime_under_tmp():  # the interpreter, its venv, this package: a CI clone sits in /tmp
-            cmd += ["--ro-bind", path, path]
-        code = [str(Path(p).resolve()) for p in self.code]
-        for path in code:  # after the fresh /tmp (the folder may sit there), before the covers (it may hold them)
-            cmd += ["--ro-bind", path, path]
+        allow = self.allowed()
+        absent, hollow, covered = covers(allow.roots(), self.hidden)
+        stubs, uid = self.stubs(), self.uid()
+        cmd = [self.executable(), *parents(allow.system)]
+        for path in allow.system:
+            cmd += ["--ro-bind", str(path), str(path)]
+        for link, target in allow.links:
+            cmd += ["--symlink", target, link]
+        cmd += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--size", str(self.limits.tmp_mb * 2**20),
+                "--tmpfs", "/tmp"]
+        binds = (*allow.runtime, *allow.code, *allow.models)  # after the fresh /tmp: a CI clone sits there
+        cmd += parents(binds)
+        for path in binds:
+            cmd += ["--ro-bind", str(path), str(path)]
         for path in covered:
             cmd += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         for path in absent:
@@ -183,60 +180,106 @@ class Sandbox:
                 cmd += ["--tmpfs", str(path), "--ro-bind", str(stubs / "hollow.py"), str(path / "__init__.py")]
             else:
                 cmd += ["--ro-bind", str(stubs / "hollow.py"), str(path)]
-        pythonpath = [*code, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-        if pythonpath:
-            cmd += ["--setenv", "PYTHONPATH", os.pathsep.join(pythonpath)]
-        return [*cmd, "--", *argv]
+        cmd += ["--remount-ro", "/", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+                "--unshare-cgroup-try", "--as-pid-1", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+        if uid is not None:  # what setpriv needs to drop to the child's uid; it drops these too
+            cmd += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
+        cmd += ["--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "USER", "sandbox", "--setenv", "HF_HUB_OFFLINE",
+                "1", "--chdir", "/tmp"]
+        for name in KEPT_ENV:
+            if name in os.environ:
+                cmd += ["--setenv", name, os.environ[name]]
+        models = [p for p in default_models() if p in (self.models or default_models())]
+        if models:  # the converted models are found where the package looks for them
+            cmd += ["--setenv", "DREAMER_GYM_CACHE", str(models[0].parent)]
+        if allow.code:
+            cmd += ["--setenv", "PYTHONPATH", os.pathsep.join(map(str, allow.code))]
+        return [*cmd, "--", *launcher(self.limits, uid), *argv]
 
     def self_test(self, timeout_s: float = 120.0) -> None:
-        """Start the sandbox once and check it hides what it must; :class:`SandboxUnavailable` if it does not."""
-        absent, hollow, covered = hidden_paths(self.hidden)
+        """Start the sandbox once with canaries planted; :class:`SandboxUnavailable` if the child reads either,
+        or anything else it must not (module docstring)."""
+        allow = self.allowed()
+        absent, hollow, covered = covers(allow.roots(), self.hidden)
         folders = [p for p in hollow if p.is_dir()] + [p for p in covered if p.is_dir()]
-        probe = next((str(p) for d in folders for p in d.rglob("*") if p.is_file()), "")
-        script = _SELF_TEST.format(probe=probe, simulators=[p.name for p in absent])
-        cmd = self.command([sys.executable, "-c", script])
+        hidden = next((str(p) for d in folders for p in sorted(d.rglob("*"))  # a hollow folder's stub is __init__
+                       if p.is_file() and p.name != "__init__.py"), "")
+        token = secrets.token_hex(16)
+        with planted_canary(allow.roots()) as canary:
+            request = {"hidden": [hidden] if hidden else [], "canaries": [str(canary)],
+                       "simulators": [p.name for p in absent]}
+            cmd = self.command([sys.executable, "-m", "dreamer_gym.leaderboard.sandbox_probe", json.dumps(request)])
+            try:
+                done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
+                                      env={**os.environ, CANARY_VARIABLE: token})
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise SandboxUnavailable(f"the verify sandbox did not start ({exc}); verify never runs a consolidator "
+                                         "unsandboxed") from exc
         try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise SandboxUnavailable(f"the verify sandbox did not start ({exc}); verify never runs a consolidator "
-                                     "unsandboxed") from exc
-        said = done.stdout.strip().splitlines()[-1:] or [""]
-        if done.returncode != 0 or said != ["sandbox ok"]:
+            report = json.loads(done.stdout.strip().splitlines()[-1])
+            leaks = list(report["leaks"])
+        except (IndexError, ValueError, KeyError, TypeError):
             reason = (done.stdout + done.stderr).strip().splitlines()[-1:] or [f"exit {done.returncode}"]
             raise SandboxUnavailable(f"the verify sandbox failed its self-test: {reason[0]}; verify never runs a "
+                                     "consolidator unsandboxed") from None
+        leaks += [f"the board's environment is readable ({CANARY_VARIABLE} in what the child sees)"
+                  for seen in report.get("seen", []) if token in str(seen)][:1]
+        if done.returncode != 0 or leaks:
+            said = leaks[0] if leaks else f"exit {done.returncode}"
+            raise SandboxUnavailable(f"the verify sandbox failed its self-test: {said}; verify never runs a "
                                      "consolidator unsandboxed")
 
 
-_SELF_TEST = '''
-import importlib, socket, sys
-probe = {probe!r}
-if probe:
-    try:
-        open(probe, "rb").read(1)
-        sys.exit("a hidden file is readable: " + probe)
-    except OSError:
-        pass
-for name in {simulators!r}:
-    try:
-        importlib.import_module(name)
-        sys.exit("the simulator package " + name + " imports")
-    except ImportError:
-        pass
-try:
-    socket.create_connection(("1.1.1.1", 53), timeout=3).close()
-    sys.exit("the network is reachable")
-except OSError:
-    pass
-import dreamer_gym.consolidators, dreamer_gym.leaderboard.sandbox_child
-print("sandbox ok")
-'''
+def parents(paths: Sequence[Path]) -> list[str]:
+    """``--dir`` for each folder above ``paths`` (bubblewrap would make them ``0700``, which the child's own uid
+    could not pass through), outermost first, each once."""
+    out: list[str] = []
+    for path in paths:
+        for parent in reversed(Path(path).parents[:-1]):
+            if str(parent) != "/tmp" and str(parent) not in out:
+                out.append(str(parent))
+    return [arg for folder in out for arg in ("--dir", folder)]
+
+
+class planted_canary:  # noqa: N801 - a context manager, read like a function
+    """A copy of package data in a fresh folder outside ``roots`` and outside ``/tmp``, readable by any user (so
+    only the allow-list can keep it out); removed on exit."""
+
+    def __init__(self, roots: Sequence[Path]) -> None:
+        self.roots = roots
+        self.folder: Path | None = None
+
+    def __enter__(self) -> Path:
+        data = package_root() / "data"
+        source = next((p for p in sorted(data.rglob("*")) if p.is_file()), None) if data.is_dir() else None
+        for place in CANARY_PLACES:
+            base = Path(place).resolve()
+            if base.is_dir() and os.access(base, os.W_OK) and not any(base.is_relative_to(r) for r in self.roots):
+                self.folder = Path(tempfile.mkdtemp(prefix="dreamer-gym-canary-", dir=base))
+                break
+        else:
+            raise SandboxUnavailable(f"the sandbox's self-test found no writable folder outside the allow-list for "
+                                     f"its canary (tried {', '.join(CANARY_PLACES)}); verify never runs unchecked")
+        self.folder.chmod(0o755)
+        canary = self.folder / (source.name if source else "canary.txt")
+        canary.write_bytes(source.read_bytes() if source else secrets.token_bytes(64))
+        canary.chmod(0o644)
+        return canary
+
+    def __exit__(self, *exc: object) -> None:
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 class Channel:
-    """JSON lines to and from the sandboxed child, each read bounded by the stage's deadline."""
+    """JSON lines to and from the sandboxed child, each read bounded by the stage's deadline; a limit the child
+    breached (the :class:`~dreamer_gym.leaderboard.sandbox_limits.Watchdog`'s, or one its error names) is the
+    violation's reason."""
 
-    def __init__(self, process: subprocess.Popen, stderr: IO[str], deadline: float) -> None:
+    def __init__(self, process: subprocess.Popen, stderr: IO[str], deadline: float, *, watchdog: Watchdog,
+                 limits: Limits, timeout_s: float) -> None:
         self.process, self.stderr, self.deadline = process, stderr, deadline
+        self.watchdog, self.limits, self.timeout_s = watchdog, limits, timeout_s
         self._buffer = b""
         self._selector = selectors.DefaultSelector()
         self._selector.register(process.stdout, selectors.EVENT_READ)
@@ -257,14 +300,20 @@ class Channel:
         while b"\n" not in self._buffer:
             left = self.deadline - time.monotonic()
             if left <= 0:
-                raise SandboxViolation("the consolidator ran past its time in the sandbox and was stopped")
+                kill_tree(self.process.pid)
+                raise SandboxViolation(f"the consolidator ran past its time in the sandbox ({self.timeout_s:.0f} s, "
+                                       "`--timeout`) and was stopped")
             if not self._selector.select(timeout=min(left, 5.0)):
                 continue
             chunk = os.read(self.process.stdout.fileno(), 65536)
             if not chunk:
                 self.process.wait()
+                self.watchdog.sample()
+                if self.watchdog.breach:
+                    raise SandboxViolation(self.watchdog.breach)
                 raise SandboxViolation(f"the consolidator's sandboxed process exited ({self.process.returncode}) "
-                                       f"mid-run: {self.said()}")
+                                       f"mid-run (peak resident {self.watchdog.peak_mb:.0f} MiB of the "
+                                       f"{self.limits.memory_mb} MiB limit): {self.said()}")
             self._buffer += chunk
             if len(self._buffer) > MAX_LINE:
                 raise SandboxViolation(f"the consolidator sent a message over {MAX_LINE} bytes")
@@ -276,27 +325,42 @@ class Channel:
         if not isinstance(message, dict):
             raise SandboxViolation(f"the sandboxed consolidator sent {type(message).__name__}, not a JSON object")
         if "error" in message:
-            raise SandboxViolation(f"the consolidator failed inside the verify sandbox: {message['error']}")
+            limit = explain(str(message["error"]), message.get("usage") or {}, self.limits)
+            raise SandboxViolation(f"the consolidator failed inside the verify sandbox: {message['error']}"
+                                   + (f" ({limit})" if limit else ""))
         return message
 
 
 class SandboxedConsolidator:
-    """The board's side: a consolidator whose tool calls come over the pipe from the sandbox. ``info`` holds
-    ``ready`` (the child's name and LLM block) once :meth:`start` returns."""
+    """The board's side: a consolidator whose tool calls come over the pipe from the sandbox. ``ready`` holds the
+    child's name and LLM block once the ``with`` block is entered; :attr:`peak_mb` the most resident memory its
+    process tree held (while it runs, and after)."""
 
     def __init__(self, sandbox: Sandbox, consolidator: str, config: Any, timeout_s: float = 3600.0) -> None:
         self.name = consolidator
         self.sandbox, self.config, self.timeout_s = sandbox, config, timeout_s
         self.channel: Channel | None = None
+        self.watchdog: Watchdog | None = None
         self.ready: dict[str, Any] = {}
+
+    @property
+    def peak_mb(self) -> float:
+        return self.watchdog.peak_mb if self.watchdog else 0.0
 
     def __enter__(self) -> SandboxedConsolidator:
         cmd = self.sandbox.command([sys.executable, "-m", "dreamer_gym.leaderboard.sandbox_child", self.name])
         stderr = tempfile.TemporaryFile("w+")
         process = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
-        self.channel = Channel(process, stderr, time.monotonic() + self.timeout_s)
-        self.channel.send({"hello": {"config": json.loads(json.dumps(asdict(self.config), default=str))}})
-        self.ready = self.channel.receive()["ready"]
+        limits = self.sandbox.limits
+        self.watchdog = Watchdog(process.pid, limits.memory_mb).__enter__()
+        self.channel = Channel(process, stderr, time.monotonic() + self.timeout_s, watchdog=self.watchdog,
+                               limits=limits, timeout_s=self.timeout_s)
+        try:
+            self.channel.send({"hello": {"config": json.loads(json.dumps(asdict(self.config), default=str))}})
+            self.ready = self.channel.receive()["ready"]
+        except BaseException:
+            self.__exit__(*sys.exc_info())
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -309,8 +373,10 @@ class SandboxedConsolidator:
                 channel.process.wait(timeout=60)
         finally:
             if channel.process.poll() is None:
-                channel.process.kill()
+                kill_tree(channel.process.pid)
                 channel.process.wait()
+            if self.watchdog is not None:
+                self.watchdog.__exit__()
             channel.stderr.close()
 
     def actions(self, env: Any, obs: dict[str, Any], info: dict[str, Any]) -> Iterator[str]:

@@ -13,8 +13,9 @@ stderr and cannot forge a message):
   each action ``{"step": {"obs", "info"}}``, and ``{"close": true}`` at the end. A ``reset`` or ``close``
   that comes while the child waits for a step ends the episode (terminated).
 - child -> board: ``{"ready": {"name", "llm"}}`` once the consolidator is built, ``{"action": TEXT}`` per tool
-  call, ``{"error": "Type: message"}`` when the consolidator raised (an import the sandbox hides, a file it
-  cannot open, a connection it cannot make): the board reports it as a failure, never as a score.
+  call, ``{"error": "Type: message", "usage": {...}}`` when the consolidator raised (an import the sandbox hides,
+  a file it cannot open, a connection it cannot make, a limit it hit): the board reports it as a failure, never
+  as a score, naming the limit from ``usage`` (:func:`usage`: what the child held when it failed).
 """
 from __future__ import annotations
 
@@ -55,6 +56,25 @@ def build(name: str) -> Consolidator:
         return make_consolidator(name)
     module, attr = name.split(":", 1)
     return getattr(importlib.import_module(module), attr)()
+
+
+def usage() -> dict[str, float]:
+    """What this process and its sandbox held when the consolidator failed: its data segment and peak resident
+    memory (MiB), what ``/tmp`` holds (MiB) and the tasks running in the sandbox, for the board's message."""
+    out: dict[str, float] = {}
+    try:
+        status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines() if ":" in line)
+        out["data_mb"] = round(int(status["VmData"].split()[0]) / 1024, 1)
+        out["peak_mb"] = round(int(status["VmHWM"].split()[0]) / 1024, 1)
+        out["tasks"] = sum(len(os.listdir(f"/proc/{p}/task")) for p in os.listdir("/proc") if p.isdigit())
+    except (OSError, KeyError, ValueError):
+        pass
+    try:
+        tmp = os.statvfs("/tmp")
+        out["tmp_mb"] = round((tmp.f_blocks - tmp.f_bfree) * tmp.f_frsize / 2**20, 1)
+    except OSError:
+        pass
+    return out
 
 
 def llm_info(consolidator: object) -> dict[str, str] | None:
@@ -129,7 +149,7 @@ def serve(name: str, inbox: IO[str], outbox: IO[str]) -> int:
             run_episode(env, consolidator)
     except Exception as exc:  # noqa: BLE001 - whatever the consolidator raised is the board's report
         traceback.print_exc(file=sys.stderr)
-        say({"error": f"{type(exc).__name__}: {exc}"})
+        say({"error": f"{type(exc).__name__}: {exc}", "usage": usage()})
         return 1
     return 0
 

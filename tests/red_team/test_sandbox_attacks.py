@@ -1,24 +1,37 @@
 """Attacks on the verified tier's sandbox: each test fails if the attack gets a score.
 
-A submitter's consolidator runs in bubblewrap (dreamer_gym/leaderboard/sandbox.py): it may not import the
-simulator, read the pool files, or reach the network; verify refuses to run without the sandbox. The attacks
-run through the real relay (run_sandboxed: the sandboxed child, the pipe, the real env and its process reward
-service) on the smallest track the code allows: one family, one bank, one region, one evaluation episode.
+A submitter's consolidator runs in bubblewrap (dreamer_gym/leaderboard/sandbox.py), which shows it an allow-list
+only: it may not import the simulator, read the pool files, another checkout of the project, or the board's
+environment, reach the network, or take more memory, /tmp or processes than its limits; verify refuses to run
+without the sandbox, or with one whose self-test finds a canary. The attacks run through the real relay
+(run_sandboxed: the sandboxed child, the pipe, the real env and its process reward service) on the smallest track
+the code allows: one family, one bank, one region, one evaluation episode.
 """
 from __future__ import annotations
 
+import os
+import secrets
+import shutil
+import sys
+import tempfile
 import textwrap
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from dreamer_gym.errors import ConfigError
 from dreamer_gym.leaderboard import Track, load_track
-from dreamer_gym.leaderboard.sandbox import Sandbox, SandboxUnavailable, SandboxViolation
+from dreamer_gym.leaderboard.sandbox import CANARY_VARIABLE, Sandbox, SandboxUnavailable, SandboxViolation
+from dreamer_gym.leaderboard.sandbox_limits import Limits
+from dreamer_gym.leaderboard.sandbox_paths import package_root
 from dreamer_gym.leaderboard.verify import run_sandboxed, verify
 
 FAMILY = "pick_and_place_simple"
+CHECKOUT = Path(__file__).resolve().parents[2]  # this checkout: its results and suites, as another copy would be
 ATTACKS = '''
-import json, socket
+import json, os, socket, threading, time
 from pathlib import Path
 from dreamer_gym.consolidators.fixed import DedupeConsolidator
 
@@ -56,6 +69,93 @@ class PhonesHome(DedupeConsolidator):
     def actions(self, env, obs, info):
         socket.create_connection(("1.1.1.1", 443), timeout=5).close()
         yield from super().actions(env, obs, info)
+
+
+class ReadsElsewhere(DedupeConsolidator):
+    """Read another checkout of the project on the machine (issue 38: its oracle.json was read at run time and
+    verified at +0.2487): this checkout's oracle submission, and in a copy elsewhere the same, its suite module with
+    the reference procedures (imported from its file) and package data. Whatever it can read, it emits."""
+
+    PATHS = ("CHECKOUT/leaderboards/submissions/oracle.json", "ELSEWHERE/leaderboards/submissions/oracle.json",
+             "ELSEWHERE/dreamer_gym/suites/scienceworld.py", "ELSEWHERE/DATA")
+
+    def actions(self, env, obs, info):
+        import importlib.util
+        read, failed = [], []
+        for path in self.PATHS:
+            try:
+                if path.endswith(".py"):
+                    spec = importlib.util.spec_from_file_location("elsewhere", path)
+                    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+                read.append(Path(path).read_bytes()[:200].decode("latin-1"))
+            except OSError as exc:
+                failed.append(f"{type(exc).__name__}: {exc}")
+        if not read:
+            raise FileNotFoundError(" | ".join(failed))
+        for text in read:
+            yield json.dumps({"tool": "emit", "kind": "procedure", "text": text,
+                              "provenance": [info["region"][0]["id"]]})
+        yield from super().actions(env, obs, info)
+
+
+class ReadsPidOne(DedupeConsolidator):
+    """Read what pid 1 and every process it can see hold (bubblewrap as pid 1 held the board's environment and
+    its command line with every hidden path) and send it out in its error, the one channel it has."""
+
+    def actions(self, env, obs, info):
+        seen = []
+        for proc in sorted(Path("/proc").glob("[0-9]*")):
+            for name in ("environ", "cmdline"):
+                try:
+                    seen.append(f"{proc.name}/{name}=" + (proc / name).read_bytes().replace(b"\\0", b" ").decode())
+                except OSError as exc:
+                    seen.append(f"{proc.name}/{name}: {exc}")
+        raise RuntimeError("SEEN " + " | ".join(seen))
+        yield
+
+
+class HogsMemory(DedupeConsolidator):
+    """Grow one process's heap until something gives (issue 38: 3.2 GB resident, unchallenged)."""
+
+    def actions(self, env, obs, info):
+        held = []
+        while True:
+            held.append(bytearray(32 * 2**20))
+        yield
+
+
+class HogsMemoryInChildren(DedupeConsolidator):
+    """Three processes, each under the per-process data limit, together over the memory limit."""
+
+    def actions(self, env, obs, info):
+        for _ in range(3):
+            if os.fork() == 0:
+                held = b"\\x01" * (200 * 2**20)  # touched: resident, not just reserved
+                time.sleep(120)
+                os._exit(0)
+        time.sleep(120)
+        yield
+
+
+class FillsTmp(DedupeConsolidator):
+    """Write into the sandbox's /tmp, RAM-backed, until something gives (issue 38: 1 GB, unchallenged)."""
+
+    def actions(self, env, obs, info):
+        with open("/tmp/filler", "wb") as out:
+            while True:
+                out.write(bytes(8 * 2**20))
+                out.flush()
+        yield
+
+
+class StartsThreads(DedupeConsolidator):
+    """Start threads (tasks, like processes) without end."""
+
+    def actions(self, env, obs, info):
+        stop = threading.Event()
+        while True:
+            threading.Thread(target=stop.wait, daemon=True).start()
+        yield
 '''
 
 
@@ -67,14 +167,52 @@ def small_track() -> Track:
 
 
 @pytest.fixture(scope="module")
-def code(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The attacker's code in a folder of its own (under /tmp, bound back into the sandbox)."""
-    import dreamer_gym
+def elsewhere() -> Iterator[Path]:
+    """Another checkout of the project on the same machine, outside /tmp (the sandbox's /tmp is its own), readable
+    by any user (so only the allow-list keeps it out): its oracle submission, its suite module with the reference
+    procedures, and a copy of package data."""
+    folder = Path(tempfile.mkdtemp(prefix="dreamer-gym-elsewhere-", dir="/var/tmp"))
+    for part in ("leaderboards/submissions/oracle.json", "dreamer_gym/suites/scienceworld.py"):
+        (folder / part).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(CHECKOUT / part, folder / part)
+    data = next(p for p in sorted((package_root() / "data").glob("*.json.gz")))
+    shutil.copy(data, folder / data.name)
+    for path in (folder, *folder.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
+
+@pytest.fixture(scope="module")
+def code(tmp_path_factory: pytest.TempPathFactory, elsewhere: Path) -> Path:
+    """The attacker's code in a folder of its own (under /tmp, bound back into the sandbox)."""
     folder = tmp_path_factory.mktemp("submitter")
-    pool = next(p.name for p in (Path(dreamer_gym.__file__).parent / "data").glob("*.json.gz"))
-    (folder / "attacks.py").write_text(textwrap.dedent(ATTACKS).replace("POOL", pool))
+    data = next(p.name for p in elsewhere.glob("*.json.gz"))
+    text = textwrap.dedent(ATTACKS).replace("POOL", data).replace("ELSEWHERE", str(elsewhere))
+    (folder / "attacks.py").write_text(text.replace("CHECKOUT", str(CHECKOUT)).replace("DATA", data))
+    folder.chmod(0o755)  # the sandbox's own uid reads what any user may (pytest makes its folders 0700)
     return folder
+
+
+def nothing_left_of(sandbox: Sandbox) -> list[int]:
+    """The pids still running under the sandbox's own uid a moment after a run (none: the machine is usable)."""
+    uid = sandbox.uid()
+    if uid is None:
+        return []
+    deadline = time.monotonic() + 10
+    while True:
+        left = [int(p.name) for p in Path("/proc").glob("[0-9]*") if _uid_of(p) == uid]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)
+
+
+def _uid_of(proc: Path) -> int | None:
+    try:
+        return next(int(line.split()[1]) for line in (proc / "status").read_text().splitlines()
+                    if line.startswith("Uid:"))
+    except (OSError, StopIteration, ValueError):
+        return None
 
 
 @pytest.mark.parametrize(("attack", "said"), [
@@ -82,10 +220,46 @@ def code(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("ReadsThePool", "FileNotFoundError: .*No such file"),
     ("ReadsTheProcedures", "ImportError: dreamer_gym.suites.scienceworld.PROCEDURES is hidden"),
     ("PhonesHome", "OSError|gaierror|unreachable"),
+    ("ReadsElsewhere", "FileNotFoundError: .*No such file.*oracle.json' \\| .*No such file.*oracle.json' \\| "
+                       ".*No such file.*scienceworld.py' \\| .*No such file.*json.gz'"),
 ])
 def test_an_attack_inside_the_sandbox_is_a_failure_not_a_score(code: Path, attack: str, said: str) -> None:
     with pytest.raises(SandboxViolation, match=f"failed inside the verify sandbox: .*({said})"):
         run_sandboxed(small_track(), f"attacks:{attack}", Sandbox(code=(code,)), kind="contender")
+
+
+def test_pid_one_holds_nothing_of_the_boards(code: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The board's environment (a planted variable) and bubblewrap's command line (its binds) are nowhere in what
+    the child can read of /proc; what it reads is its own command line."""
+    token = secrets.token_hex(16)
+    monkeypatch.setenv("BOARD_SECRET", token)
+    with pytest.raises(SandboxViolation, match="SEEN") as caught:
+        run_sandboxed(small_track(), "attacks:ReadsPidOne", Sandbox(code=(code,)), kind="contender")
+    seen = str(caught.value)
+    assert "1/cmdline=" in seen and "sandbox_child attacks:ReadsPidOne" in seen  # pid 1 is the child itself
+    assert token not in seen and "BOARD_SECRET" not in seen and "--ro-bind" not in seen and "bwrap" not in seen
+
+
+@pytest.mark.parametrize(("attack", "limits", "said"), [
+    ("HogsMemory", Limits(memory_mb=400), r"MemoryError.*data-segment limit is 400 MiB .*held [\d.]+ MiB of data"),
+    ("HogsMemoryInChildren", Limits(memory_mb=400),
+     r"held \d+ MiB resident \(\d+ processes\), over the sandbox's memory limit of 400 MiB \(`--memory-mb`\)"),
+    ("FillsTmp", Limits(tmp_mb=32), r"No space left on device.*/tmp is 32 MiB \(`--tmp-mb`\); it held 3[0-2][.\d]* MiB"),
+])
+def test_a_resource_hog_is_stopped_with_its_reason_and_leaves_nothing(code: Path, attack: str, limits: Limits,
+                                                                      said: str) -> None:
+    sandbox = Sandbox(code=(code,), limits=limits)
+    with pytest.raises(SandboxViolation, match=said):
+        run_sandboxed(small_track(), f"attacks:{attack}", sandbox, kind="contender")
+    assert nothing_left_of(sandbox) == []  # every process killed, so the tmpfs went with its namespace
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the task cap needs a uid of the child's own: the board runs as root")
+def test_a_thread_bomb_is_stopped_at_the_task_limit(code: Path) -> None:
+    sandbox = Sandbox(code=(code,), limits=Limits(processes=64))
+    with pytest.raises(SandboxViolation, match=r"can't start new thread.*task limit is 64 processes and threads"):
+        run_sandboxed(small_track(), "attacks:StartsThreads", sandbox, kind="contender")
+    assert nothing_left_of(sandbox) == []
 
 
 def test_an_honest_consolidator_runs_through_the_sandbox_and_scores(code: Path) -> None:
@@ -107,15 +281,44 @@ def test_verify_refuses_without_its_sandbox(tmp_path: Path) -> None:
 def test_a_sandbox_that_does_not_hide_fails_its_self_test(tmp_path: Path) -> None:
     """A 'sandbox' that runs the command as is (no isolation) is caught by the self-test, not trusted."""
     fake = tmp_path / "fake-bwrap"
-    fake.write_text('#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done; shift; exec "$@"\n')
+    fake.write_text(f"#!{sys.executable}\nimport os, sys\nargs = sys.argv[1:]\n"
+                    "rest = args[len(args) - args[::-1].index('--'):]\nos.execvp(rest[0], rest)\n")
     fake.chmod(0o755)
-    with pytest.raises(SandboxUnavailable, match="failed its self-test: .*(readable|imports|reachable)"):
+    with pytest.raises(SandboxUnavailable, match="failed its self-test: .*readable"):
         Sandbox(binary=str(fake)).self_test()
 
 
-def test_a_code_folder_that_holds_hidden_paths_does_not_uncover_them() -> None:
-    """The submitter's folder is bound in before the covers: naming the whole checkout as 'my code' leaves its
-    data, results and git objects hidden (the self-test opens one and imports the simulators)."""
-    from dreamer_gym.leaderboard.sandbox import package_root
+class ShowsWhatItDidNotThinkOf(Sandbox):
+    """A hide-list sandbox (issue 38) shows every folder its list forgot: here /var, where the canary lies."""
 
-    Sandbox(code=(package_root().parent,)).self_test()
+    def command(self, argv: list[str]) -> list[str]:
+        cmd = super().command(argv)
+        return [cmd[0], "--ro-bind", "/var", "/var", *cmd[1:]]
+
+
+class KeepsBubblewrapAsPidOne(Sandbox):
+    """No ``--as-pid-1`` and the child left root (no uid of its own): pid 1 is bubblewrap, holding the board's
+    environment."""
+
+    def uid(self) -> int | None:
+        return None
+
+    def command(self, argv: list[str]) -> list[str]:
+        return [arg for arg in super().command(argv) if arg != "--as-pid-1"]
+
+
+@pytest.mark.parametrize(("sandbox", "said"), [
+    (ShowsWhatItDidNotThinkOf(), "a file outside the allow-list is readable: .*dreamer-gym-canary-"),
+    (KeepsBubblewrapAsPidOne(), f"the board's environment is readable \\({CANARY_VARIABLE}"),
+])
+def test_a_self_test_that_finds_a_canary_refuses(sandbox: Sandbox, said: str) -> None:
+    with pytest.raises(SandboxUnavailable, match=f"failed its self-test: {said}.*never runs a consolidator"):
+        sandbox.self_test()
+
+
+def test_a_code_folder_that_holds_the_checkout_is_refused() -> None:
+    """Declaring the whole checkout as 'my code' would show its results, studies and git objects: refused, by name
+    (the sandbox shows the installed package by itself)."""
+    with pytest.raises(ConfigError, match="holds the dreamer_gym package .* declare the folder of the "
+                                          "consolidator's own code"):
+        Sandbox(code=(package_root().parent,)).self_test()
