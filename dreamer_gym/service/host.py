@@ -7,7 +7,9 @@ scores whatever arrived within ``batch_window_s`` of the first with ONE ``commit
 shared before-scores); every other call is forwarded under the same lock (a service is not thread-safe).
 The host is sealed like the service process: it reads requests with
 :func:`~dreamer_gym.service.messages.read_request` and answers only
-:data:`~dreamer_gym.service.messages.SERVICE_OPERATIONS` (commits still need their tickets' tokens).
+:data:`~dreamer_gym.service.messages.SERVICE_OPERATIONS` (commits still need their tickets' tokens). A request
+whose length is over :func:`~dreamer_gym.service.messages.request_cap` is refused from its header: that client
+gets the error and its connection is closed; the host goes on serving the others.
 
 :class:`RemoteRewardService` is the client: a :class:`~dreamer_gym.service.services.RewardService` that
 pickles to ``(address, authkey, config)`` and connects on first use, so an env built in another process
@@ -27,7 +29,16 @@ from typing import Any
 
 from dreamer_gym.contract.config import ConsolidationConfig
 from dreamer_gym.errors import RewardServiceError
-from dreamer_gym.service.messages import CommitRequest, CommitResult, PublicPool, read_request
+from dreamer_gym.service.messages import (
+    CommitRequest,
+    CommitResult,
+    PublicPool,
+    RequestTooLarge,
+    encode,
+    read_request,
+    receive,
+    request_cap,
+)
 from dreamer_gym.service.services import ForwardingService, RewardService
 
 logger = logging.getLogger(__name__)
@@ -50,6 +61,7 @@ class ServiceHost:
                  start: bool = True) -> None:
         self.service = service
         self.batch_window_s = batch_window_s
+        self.request_cap = request_cap(service.config)
         self.authkey = secrets.token_bytes(32)
         self._listener = Listener(address=("127.0.0.1", 0) if family == "AF_INET" else None, family=family,
                                   authkey=self.authkey)
@@ -91,7 +103,14 @@ class ServiceHost:
     def _serve(self, conn: Connection) -> None:
         while True:
             try:
-                data = conn.recv_bytes()
+                data = receive(conn, self.request_cap)
+            except RequestTooLarge as exc:  # the rest of it is unread: this connection is done
+                try:
+                    conn.send(("error", exc))
+                except OSError:
+                    pass  # the client is gone already
+                conn.close()
+                return
             except (EOFError, OSError):
                 return
             try:
@@ -178,13 +197,14 @@ class RemoteRewardService(ForwardingService):
         return {**self.__dict__, "_conn": None, "_public": None}
 
     def _call(self, op: str, *args: Any) -> Any:
+        payload = encode(op, args, self.request_cap)
         if self._conn is None:
             try:
                 self._conn = Client(self.address, authkey=self._authkey)
             except OSError as exc:
                 raise RewardServiceError(f"cannot reach the reward host at {self.address!r} ({exc}); it is started "
                                          "by the vector env that owns it and stops when that env closes") from exc
-        self._conn.send((op, args))
+        self._conn.send_bytes(payload)
         status, value = self._conn.recv()
         if status == "error":
             raise value

@@ -41,7 +41,12 @@ from dreamer_gym.service.messages import (
     CommitResult,
     EpisodeTicket,
     PublicPool,
+    RequestTooLarge,
+    encode,
     read_request,
+    receive,
+    request_cap,
+    split_to_fit,
 )
 from dreamer_gym.service.referee import Referee
 from dreamer_gym.service.tickets import MAX_LIVE_TICKETS
@@ -175,7 +180,10 @@ def serve(conn: Connection) -> None:
 
     Sealed: a request is read by :func:`~dreamer_gym.service.messages.read_request` (plain data and the
     request classes only), and only :data:`_PROCESS_OPS` are answered; anything else is a
-    :class:`RewardServiceError` sent back, and the loop goes on."""
+    :class:`RewardServiceError` sent back, and the loop goes on. A request whose length is over
+    :func:`~dreamer_gym.service.messages.request_cap` is refused from its length header alone: the error is sent
+    back and the process exits (its one connection can no longer be read; a client that pays per commit starts
+    a fresh service, a track's run is void)."""
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     referee: Referee | None = None
     try:
@@ -189,10 +197,14 @@ def serve(conn: Connection) -> None:
             conn.send(_Failed(exc))
             return
         conn.send(os.getpid())
+        cap = request_cap(config)
         while True:
             try:
-                data = conn.recv_bytes()
-            except EOFError:
+                data = receive(conn, cap)
+            except RequestTooLarge as exc:
+                conn.send(_Failed(exc))
+                return
+            except (EOFError, OSError):  # the client is gone, or died mid-request
                 return
             try:
                 request = read_request(data, _PROCESS_OPS)
@@ -233,8 +245,8 @@ class _Duplex:
     def recv(self) -> Any:
         return self._r.recv()
 
-    def recv_bytes(self) -> bytes:
-        return self._r.recv_bytes()
+    def recv_bytes(self, maxlength: int | None = None) -> bytes:
+        return self._r.recv_bytes(maxlength)
 
     def close(self) -> None:
         for c in (self._r, self._w):
@@ -246,9 +258,15 @@ class _Duplex:
 
 class ForwardingService(_ServiceBase):
     """A service whose every request is ``self._call(op, *args)`` to a referee elsewhere (its own process, or a
-    :class:`~dreamer_gym.service.host.ServiceHost`); the public pool is fetched once."""
+    :class:`~dreamer_gym.service.host.ServiceHost`); the public pool is fetched once. Requests are checked against
+    the far side's byte cap before they are sent (:attr:`request_cap`)."""
 
     _public: PublicPool | None
+
+    @property
+    def request_cap(self) -> int:
+        """The far side's byte cap on one request (:func:`~dreamer_gym.service.messages.request_cap`)."""
+        return request_cap(self.config)
 
     def _call(self, op: str, *args: Any) -> Any:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -265,7 +283,8 @@ class ForwardingService(_ServiceBase):
         return self._call("commit", request)
 
     def commit_many(self, requests: list[CommitRequest]) -> list[CommitResult]:
-        return self._call("commit_many", list(requests))
+        """One request, or consecutive ones where the batch is over the byte cap (the same results)."""
+        return [r for batch in split_to_fit(list(requests), self.request_cap) for r in self._call("commit_many", batch)]
 
     def commit_joint(self, requests: list[CommitRequest]) -> list[CommitResult]:
         return self._call("commit_joint", list(requests))
@@ -324,10 +343,11 @@ class ProcessRewardService(ForwardingService):
 
     # --- the process ---------------------------------------------------------------------------------------------
     def _call(self, op: str, *args: Any) -> Any:
+        payload = encode(op, args, self.request_cap)
         while True:
             conn = self._ensure()
             try:
-                conn.send((op, args))
+                conn.send_bytes(payload)
                 reply = conn.recv()
             except (EOFError, OSError) as exc:
                 self._died(exc)

@@ -3,8 +3,12 @@ work; it fails if the attack is accepted. Real process services on the real Scie
 raw over the connection, past the client, so what is tested is the far side."""
 from __future__ import annotations
 
+import json
 import os
 import pickle
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from multiprocessing.connection import Client
 from typing import Any
@@ -12,11 +16,21 @@ from typing import Any
 import pytest
 
 import dreamer_gym  # noqa: F401 - registers the ids
+from dreamer_gym.envs.toolspec import MAX_PROVENANCE
 from dreamer_gym.errors import RewardServiceError
 from dreamer_gym.leaderboard import Track, load_track, run_track
+from dreamer_gym.memory import MemoryEntry
 from dreamer_gym.service import SERVICE_OPERATIONS, CommitRequest, ProcessRewardService, Referee
 from dreamer_gym.service.host import ServiceHost
-from dreamer_gym.service.messages import PROCESS_DIAGNOSTICS
+from dreamer_gym.service.messages import (
+    CITED_RANGES,
+    COMMITS_PER_REQUEST,
+    PROCESS_DIAGNOSTICS,
+    RequestTooLarge,
+    commit_bytes,
+    request_cap,
+    split_to_fit,
+)
 from dreamer_gym.service.services import _Failed
 
 from helpers import call, make_env
@@ -106,6 +120,155 @@ def test_the_reward_host_answers_the_operation_list_only(env):
     finally:
         host.close()
         service.close()
+
+
+# --- oversized requests (issue 38): refused from their length, before they are read or unpickled ----------------
+BIG = 200 * 2**20
+REFUSED = r"request refused: it is over the reward service's cap of \d+ bytes .* nothing of it was read or unpickled"
+
+
+def _big_commit() -> bytes:
+    """A 200 MB commit, pickled as a client would send it."""
+    entry = MemoryEntry("procedure", "x" * BIG, FAMILY)
+    return pickle.dumps(("commit", (CommitRequest(0, FAMILY, "0" * 32, (entry,)),)))
+
+
+def _peak_kb(pid: int) -> int:
+    """VmHWM, the peak resident memory of process ``pid``, in kB."""
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM"))
+
+
+def _reset_peak(pid: int) -> int:
+    """Reset ``pid``'s VmHWM to its resident memory now (Linux ``clear_refs`` 5); that value, in kB."""
+    with open(f"/proc/{pid}/clear_refs", "w") as f:
+        f.write("5")
+    return _peak_kb(pid)
+
+
+def _exit_peak_kb(service: ProcessRewardService) -> int:
+    """Reap ``service``'s process (exited or exiting): its peak resident memory in kB over its life (which
+    counts the image it was forked from, so compare it with a control service's)."""
+    _, status, usage = os.wait4(service._process.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0  # a clean exit, its simulators closed
+    return usage.ru_maxrss
+
+
+def test_a_200_mb_commit_is_refused_by_the_service_process_from_its_length_in_under_a_second(env):
+    """Sent raw on the service's own connection. The process reads the 4-byte length header only, answers with
+    the refusal and exits (its one connection can no longer be read: the rest of the request is unread); the
+    client's next request starts a fresh service with its live tickets, as after any death. Its peak memory is
+    a control service's (the same start, the same request served, then stopped)."""
+    control, service = ProcessRewardService(env.unwrapped.config), ProcessRewardService(env.unwrapped.config)
+    try:
+        for s in (control, service):
+            s.public_pool()
+        control._ensure().send(None)
+        control_kb = _exit_peak_kb(control)
+        conn, pid, payload = service._ensure(), service.pid, _big_commit()
+        start = time.perf_counter()
+        try:
+            conn.send_bytes(payload)
+        except BrokenPipeError:
+            pass  # the service closed its end after the header: the rest never left this process
+        reply = conn.recv()
+        seconds = time.perf_counter() - start
+        attacked_kb = _exit_peak_kb(service)
+        assert isinstance(reply, _Failed) and isinstance(reply.exc, RequestTooLarge), reply
+        with pytest.raises(RequestTooLarge, match=REFUSED):
+            raise reply.exc
+        assert seconds < 1.0, seconds  # measured: 0.02 s
+        assert attacked_kb - control_kb < 16 * 1024, (control_kb, attacked_kb)  # the 200 MB never arrived
+        assert service.pid != pid and service.restarts == 1  # serving again: a fresh process
+        assert service.stats()["failures"] == 0
+    finally:
+        control.close()
+        service.close()
+
+
+_ATTACKER = """
+import json, pickle, sys, time
+from multiprocessing.connection import Client
+address, authkey = json.loads(sys.stdin.read())
+conn = Client(address, authkey=bytes.fromhex(authkey))
+payload = pickle.dumps(("commit", ("x" * %d,)))
+start, sent = time.perf_counter(), True
+try:
+    conn.send_bytes(payload)
+except OSError:
+    sent = False
+reply = conn.recv_bytes()
+seconds = time.perf_counter() - start  # the refusal is here; unpickling it imports dreamer_gym (0.6 s)
+status, value = pickle.loads(reply)
+print(json.dumps({"sent": sent, "status": status, "error": str(value), "seconds": seconds}))
+"""
+
+
+def test_a_200_mb_request_to_the_reward_host_is_refused_and_its_other_clients_are_served(env):
+    """The host async vector envs share: a client (in its own process) sends 200 MB; the host reads its length,
+    answers with the refusal and closes that client's connection; the host's memory stays put and another
+    client is served."""
+    service = ProcessRewardService(env.unwrapped.config)
+    host = ServiceHost(service)
+    try:
+        honest = host.client()
+        honest.public_pool()
+        before_kb = _reset_peak(os.getpid())
+        out = subprocess.run([sys.executable, "-c", _ATTACKER % BIG], input=json.dumps([host.address,
+                             host.authkey.hex()]), capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        attack = json.loads(out.stdout)
+        assert attack["status"] == "error" and "over the reward service's cap" in attack["error"], attack
+        assert attack["seconds"] < 1.0, attack  # measured: under 0.01 s
+        assert _peak_kb(os.getpid()) - before_kb < 16 * 1024, (before_kb, _peak_kb(os.getpid()))
+        assert honest.stats()["failures"] == 0 and len(host.client().public_pool().banks) > 1  # still serving
+    finally:
+        host.close()
+        service.close()
+
+
+def test_an_honest_client_refuses_an_oversized_request_before_sending_and_the_service_goes_on(env):
+    service = env.unwrapped.service
+    pid, restarts = service.pid, service.restarts
+    entry = MemoryEntry("procedure", "x" * (request_cap(service.config) + 1), FAMILY)
+    with pytest.raises(RequestTooLarge, match=r"request refused before sending: commit is \d+ bytes pickled, over "
+                                              r"the reward service's cap of \d+ bytes"):
+        service.commit(CommitRequest(0, FAMILY, "0" * 32, (entry,)))
+    assert service.pid == pid and service.restarts == restarts  # nothing was sent
+
+
+def test_no_commit_the_tools_accept_comes_near_the_cap():
+    """The largest commit the env's tools let a policy build: a full region of the windows pool (max_region_entries
+    entries: no region is larger) kept whole, and max_emitted new entries each of max_entry_tokens *
+    CHARS_PER_TOKEN four-byte letters citing 256 ranges. It is under commit_bytes (measured: 312 kB against
+    1.23 MB), and COMMITS_PER_REQUEST of them fit the cap; a commit_many over the cap is split into requests that
+    fit, in order."""
+    assert CITED_RANGES == MAX_PROVENANCE
+    windows = make_env("MemoryConsolidation-ScienceWorldWindows-v0")
+    try:
+        core = windows.unwrapped
+        pool, config = core.pool, core.config
+        _, info = windows.reset(seed=0, options={"bank": 0, "region": "window:14-17"})
+        assert len(info["region"]) == config.max_region_entries  # a full region: none is larger
+        windows.step(call("keep", ids=[e["id"] for e in info["region"]]))
+        ranges = [{"trajectory_id": t, "start": a, "end": z} for t in sorted(core._ws.linked)
+                  for a in range(len(pool.trajectories[t].steps)) for z in range(a, len(pool.trajectories[t].steps))]
+        for k in range(config.max_emitted):
+            text = chr(0x20000 + k) * (config.max_entry_tokens * 12)  # 4-byte letters: one token each word
+            *_, step = windows.step(call("emit", kind="procedure", text=text,
+                                         provenance=ranges[k * CITED_RANGES:(k + 1) * CITED_RANGES]))
+            assert step["invalid_calls"] == 0, step["last_error"]
+        core.act(call("commit"))
+        worst = core.pending_commit
+        assert len(worst.emitted) == config.max_region_entries + config.max_emitted
+        size = len(pickle.dumps(("commit", (worst,))))
+        assert size <= commit_bytes(config) and COMMITS_PER_REQUEST * size <= request_cap(config), size
+        five = [pickle.loads(pickle.dumps(worst)) for _ in range(5)]  # copies that share no string to memoize
+        batches = split_to_fit(five, 3 * size)  # a cap that fits two of them, with their framing
+        assert len(batches) == 3 and [r for b in batches for r in b] == five  # in order, none lost
+        assert all(len(pickle.dumps(("commit_many", (b,)))) <= 3 * size for b in batches)
+    finally:
+        windows.close()
 
 
 @pytest.mark.jvm
