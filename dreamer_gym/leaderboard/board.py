@@ -3,9 +3,9 @@ cells of its tables, shared by the Markdown and the HTML renderers (``render.py`
 
 Ranked rows are contenders and fixed baselines of the current protocol that are eligible for the track;
 references (privileged), stale rows (an older protocol) and ineligible rows are listed apart, below the
-ranking. Every score sits beside its bank size and the regions and episodes behind it. Rows that committed the
-same banks are one row that lists its submitters, and neighbouring rows the paired bootstrap cannot separate
-share a rank (``ranking.py``).
+ranking. Every score sits beside its bank size and the regions and distinct TEST episodes behind it. Rows that
+committed the same banks are one row that lists its submitters, and each ranked row shows the ranks the paired
+CIs of every pair allow it (``ranking.py``).
 """
 from __future__ import annotations
 
@@ -19,19 +19,11 @@ import numpy as np
 import yaml
 
 from dreamer_gym.errors import ConfigError
-from dreamer_gym.leaderboard.aggregate import (
-    Normaliser,
-    aggregate,
-    best_fixed,
-    iqm_difference,
-    mean_difference,
-    region_scores,
-    reward_matrix,
-    score_ci,
-)
-from dreamer_gym.leaderboard.ranking import Comparison, compare_neighbours, identical_groups, rank_labels
+from dreamer_gym.leaderboard.aggregate import Normaliser, aggregate_rows, best_fixed, region_scores, reward_matrix, score_ci
+from dreamer_gym.leaderboard.ranking import Comparison, identical_groups, rank_label, rank_rows
 from dreamer_gym.leaderboard.rows import ANCHORS, FIXED_RULES, slug
 from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION, load_track
+from dreamer_gym.stats import Strata, draw_mdd, iqm, mean
 
 SCIENCEWORLD_ID = "MemoryConsolidation-ScienceWorld-v0"
 # tracks that hold out only the suite: they rank only policies trained on ScienceWorld alone (docs/validity.md)
@@ -61,8 +53,10 @@ class Row:
     distinct_episodes: int = 0  # distinct (family, variation) among them: regions replay the same TEST episodes
     protocol: int = PROTOCOL_VERSION  # the track protocol it ran (board.ran_on names the env id)
     training: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (submitter, what its training cost)
-    matrix: np.ndarray | None = None  # the ranking measure's (banks x families) cells
+    matrix: np.ndarray | None = None  # the ranking measure's (banks x families) region values
+    cells: Strata | None = None  # the same per episode (banks x TEST variations a family): what the bootstrap draws
     rank: str = "-"
+    rank_interval: tuple[int, int] | None = None  # the ranks the paired CIs allow (ranked rows)
 
     @property
     def ranked(self) -> bool:
@@ -94,7 +88,9 @@ class VerifiedRun:
     tokens: float
     seeds: list[int]
     pool_hash: str
-    agrees: bool | None  # its score inside the re-scored row's CI; None without a re-scored row
+    agrees: bool | None  # not below the re-scored row's score by more than the draw's MDD; None without a row
+    rescored: float | None = None  # the re-scored row's track score
+    mdd: float | None = None  # the draw's MDD (track score units) for a verification of this many fresh banks
 
 
 @dataclass
@@ -107,6 +103,7 @@ class Board:
     baseline: str | None
     normalised: bool
     comparisons: list[Comparison] = field(default_factory=list)  # each ranked row against the ranked row above
+    mdd_measure: str = "IQM (normalised)"  # what the comparisons' MDDs are of
 
 
 def load_results(results_dir: Path) -> dict[str, list[dict[str, Any]]]:
@@ -118,8 +115,8 @@ def load_results(results_dir: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 def build_board(track: str, all_results: Sequence[dict[str, Any]]) -> Board:
-    """One track's rows (re-scored records, ranked and listed apart; identical banks merged), their neighbouring
-    comparisons and ranks, and the verified runs."""
+    """One track's rows (re-scored records, ranked and listed apart; identical banks merged), their rank intervals
+    and neighbouring comparisons, and the verified runs."""
     results = [r for r in all_results if r["tier"] == "re-scored"]
     current = [r for r in results if r["protocol_version"] == PROTOCOL_VERSION]
     # the normalising rows and the fixed baselines are built-in rows only: `builtin` is written by validate when
@@ -127,33 +124,40 @@ def build_board(track: str, all_results: Sequence[dict[str, Any]]) -> Board:
     builtin = {r["builtin"]: r for r in current if r.get("builtin")}
     normaliser = (Normaliser.from_results(builtin["empty"], builtin["oracle"])
                   if all(a in builtin for a in ANCHORS) else None)
-    matrices: dict[str, np.ndarray] = {}
+    if normaliser is not None and not normaliser.families:
+        normaliser = None  # every family flat: nothing to normalise by, the board ranks the track score
+    cells: dict[str, Strata] = {}
     if normaliser is not None:
         for r in current:
-            matrices[r["consolidator"]["name"]] = normaliser.matrix(r)[0]
+            cells[r["consolidator"]["name"]] = normaliser.cells(r)
     fixed = [r["consolidator"]["name"] for r in current if r.get("builtin") in FIXED_RULES]
-    baseline = best_fixed(matrices, fixed)
+    baseline = best_fixed(cells, fixed)
     made = {id(r): _row(track, r) for r in results}
-    rows = []
+    base = cells.get(baseline) if baseline is not None else None
+    aggregates, replicates = aggregate_rows({n: c for n, c in cells.items()}, base)
+    rows, rewards = [], {}
     for group in identical_groups(results, key=lambda r: (made[id(r)].ranked, made[id(r)].stale)):
         r, row = group[0], made[id(group[0])]
         row.submitters = [g["consolidator"]["name"] for g in group]
         row.training = [(g["consolidator"]["name"], g["consolidator"]["training"]) for g in group
                         if g["consolidator"].get("training")]
-        row.matrix = reward_matrix(r)
-        if normaliser is not None and row.name in matrices and not row.stale:
-            base = matrices.get(baseline) if baseline is not None and row.name != baseline else None
-            row.aggregates = aggregate(matrices[row.name], base)
+        row.matrix = rewards[row.name] = reward_matrix(r)
+        row.cells = Strata.from_matrix(row.matrix)
+        if normaliser is not None and row.name in cells and not row.stale:
+            row.aggregates = dict(aggregates[row.name])
+            if row.name == baseline:  # over itself P(improvement) is 0.5 by definition: not shown
+                row.aggregates = {k: v for k, v in row.aggregates.items() if not k.startswith("p_improvement")}
             row.per_family = normaliser.per_family(r)
-            row.matrix = matrices[row.name]
+            row.cells = cells[row.name]
+            row.matrix = row.cells.matrix()
         rows.append(row)
     rows.sort(key=lambda w: (not w.ranked, -(w.aggregates.get("iqm") if w.aggregates.get("iqm") is not None
                                            else w.score), -w.score, w.name))
     ranked = [w for w in rows if w.ranked]
-    comparisons = compare_neighbours([w.name for w in ranked], {w.name: w.matrix for w in ranked},
-                                     iqm_difference if normaliser is not None else mean_difference)
-    for w, label in zip(ranked, rank_labels(comparisons, len(ranked))):
-        w.rank = label
+    ranking = rank_rows([w.name for w in ranked], {w.name: w.cells for w in ranked},
+                        iqm if normaliser is not None else mean, replicates if normaliser is not None else None)
+    for w, interval in zip(ranked, ranking.intervals):
+        w.rank, w.rank_interval = rank_label(interval), interval
     verified = []
     for r in all_results:
         if r["tier"] != "verified" or r["protocol_version"] != PROTOCOL_VERSION:
@@ -161,15 +165,20 @@ def build_board(track: str, all_results: Sequence[dict[str, Any]]) -> Board:
         name = r["consolidator"]["name"]
         row = next((w for w in rows if name in w.submitters and not w.stale), None)
         score = float(r["summary"]["score"])
-        agrees = None if row is None or row.score_ci is None else bool(row.score_ci[0] <= score <= row.score_ci[1])
-        run = VerifiedRun(name, score, float(r["summary"]["tokens_after"]), list(r["verification"]["bank_seeds"]),
-                          r["verification"]["pool_hash"], agrees)
+        seeds = list(r["verification"]["bank_seeds"])
+        # one-sided: a fresh draw of banks scores lower or higher by chance; only a shortfall beyond what a draw of
+        # this many banks can show (its MDD, from the row's own spread over banks) says the row does not reproduce
+        threshold = draw_mdd(rewards[row.name], len(seeds)) if row is not None else None
+        agrees = None if threshold is None or row is None else bool(score >= row.score - threshold)
+        run = VerifiedRun(name, score, float(r["summary"]["tokens_after"]), seeds, r["verification"]["pool_hash"],
+                          agrees, None if row is None else row.score, threshold)
         verified.append(run)
         if row is not None and agrees:
             row.verified = {"seeds": run.seeds, "score": score}
     families = tuple(sorted({f for r in rows for f in r.per_family}))
     return Board(track, rows, sorted(verified, key=lambda v: v.name), families,
-                 normaliser.flagged if normaliser else (), baseline, normaliser is not None, comparisons)
+                 normaliser.flagged if normaliser else (), baseline, normaliser is not None, ranking.comparisons,
+                 "IQM (normalised)" if normaliser is not None else "track score")
 
 
 ARCHIVE_HEADER = ["protocol", "track", "env id", "consolidator", "kind", "regions", "track score [95% CI]",
@@ -219,11 +228,16 @@ def _ci(value: float | None, ci: Sequence[float] | None, digits: int = 2, sign: 
     return f"{value:{sign}.{digits}f}" + (f" [{ci[0]:{sign}.{digits}f}, {ci[1]:{sign}.{digits}f}]" if ci is not None else "")
 
 
+# regions replay the same few TEST episodes (every bank of a family plays them): the distinct ones are what a row's
+# score generalises from, the plays how often they were played
+N_HEADER = "N: regions, distinct TEST episodes (episodes played)"
+
+
 def table_rows(board: Board) -> tuple[list[str], list[list[str]]]:
     """The header and cells of a board's table (shared by the Markdown and the HTML)."""
     # what a reader needs first (rank, name, the ranked measure, what stands behind it, the per-family link and the
     # protocol it ran) comes before the columns a narrow screen scrolls to
-    header = ["rank", "consolidator", "IQM (normalised)", "N: regions, in-family episodes (distinct)", "per family",
+    header = ["rank", "consolidator", "IQM (normalised)", N_HEADER, "per family",
               "ran on (protocol, env id)", "training: steps, commits, wall, hardware", "tier", "mean (normalised)",
               f"P(improvement) over {board.baseline or 'best fixed'}", "track score", "in-family score", "bank tokens",
               "grounding", "reader similarity to a reference", "note"]
@@ -232,7 +246,7 @@ def table_rows(board: Board) -> tuple[list[str], list[list[str]]]:
         a = row.aggregates
         tier = "re-scored + verified" if row.verified else row.tier
         cells.append([row.rank, row.name, _ci(a.get("iqm"), a.get("iqm_ci")),
-                      f"{row.regions}, {row.episodes} ({row.distinct_episodes})",
+                      f"{row.regions}, {row.distinct_episodes} ({row.episodes})",
                       family_anchor(board.track, row.name) if row.per_family else "", ran_on(board.track, row.protocol),
                       training_cell(row), tier, _ci(a.get("mean"), a.get("mean_ci")),
                       _ci(a.get("p_improvement"), a.get("p_improvement_ci")), _ci(row.score, row.score_ci, 4, "+"),
@@ -269,18 +283,19 @@ def family_anchor(track: str, name: str) -> str:
 
 def comparison_rows(board: Board) -> tuple[list[str], list[list[str]]]:
     """The paired comparison of neighbouring ranked rows: the difference of the ranking measure with its 95% CI
-    (banks resampled within families, the same draws for both rows) and whether the two share a rank."""
-    measure = "IQM (normalised)" if board.normalised else "track score"
-    header = ["row", "row above", f"difference in {measure} [95% CI]", "shares rank"]
-    cells = [[c.name, c.above, _ci(c.difference, c.ci, 3, "+"), "n/a" if c.difference is None else
-              ("yes" if c.shares_rank else "no")] for c in board.comparisons]
+    (banks and TEST variations resampled within families, the same draws for both rows), the pair's MDD at 80%
+    power and whether the CI separates the two."""
+    header = ["row", "row above", f"difference in {board.mdd_measure} [95% CI]", "MDD (80% power)", "separated"]
+    cells = [[c.name, c.above, _ci(c.difference, c.ci, 3, "+"), "n/a" if c.mdd is None else f"{c.mdd:.3f}",
+              "n/a" if c.separated is None else ("yes" if c.separated else "no")] for c in board.comparisons]
     return header, cells
 
 
 def verified_rows(board: Board) -> tuple[list[str], list[list[str]]]:
-    header = ["consolidator", "track score on fresh banks", "bank tokens", "bank seeds (drawn at verification)",
-              "pool hash", "inside the re-scored row's CI"]
-    cells = [[v.name, f"{v.score:+.4f}", f"{v.tokens:.0f}", " ".join(map(str, v.seeds)), v.pool_hash,
+    header = ["consolidator", "track score on fresh banks", "re-scored track score", "MDD of the draw", "bank tokens",
+              "bank seeds (drawn at verification)", "pool hash", "agrees (not below the re-scored score by more than the MDD)"]
+    cells = [[v.name, f"{v.score:+.4f}", "n/a" if v.rescored is None else f"{v.rescored:+.4f}",
+              "n/a" if v.mdd is None else f"{v.mdd:.4f}", f"{v.tokens:.0f}", " ".join(map(str, v.seeds)), v.pool_hash,
               "n/a" if v.agrees is None else ("yes" if v.agrees else "NO")] for v in board.verified]
     return header, cells
 

@@ -2,8 +2,9 @@
 tables, a plot per track and a per-family view), from results files only. The rows and table cells come from
 ``board.py``; this module only lays them out, for a reader who has 30 seconds:
 
-* one line at the top of the page and of each board says what the brackets are, what "normalised" means and
-  how many regions and episodes stand behind a row;
+* one line at the top of the page and of each board says what the brackets are, what "normalised" means, what a
+  rank interval is, how many regions and *distinct* TEST episodes stand behind a row (regions replay the same
+  few), and the smallest difference of the ranked measure its neighbouring pairs can detect (their MDD);
 * the plot shows the measure the table ranks by (IQM of normalised scores; the track score on a board without
   ``empty`` and ``oracle`` rows) with its 95% CI as a whisker, one row per consolidator on the y axis, its name
   a tick label (labels cannot collide), ranked rows in rank order, rows listed apart greyed below a divider,
@@ -22,6 +23,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.leaderboard.aggregate import BOOTSTRAP_REPS, FLAT_POINTS
 from dreamer_gym.leaderboard.board import (Board, Row, archive_rows, build_board, comparison_rows, family_anchor,
@@ -35,12 +38,14 @@ README_START, README_END = "<!-- boards:start -->", "<!-- boards:end -->"
 FAMILY_LINK = "#family-"  # a table cell that is an anchor into the per-family table
 LABEL_CHARS = 44
 COMPARISONS = ("Neighbouring rows, paired", "each ranked row against the row above: the difference of the ranked "
-               "measure and its 95% CI, the same bootstrap draws for both; a CI that includes 0 is a shared rank")  # a longer row name is cut in the plot (the table holds it whole)
+               "measure and its 95% CI, the same bootstrap draws for both, and the smallest difference the pair "
+               "can detect at 80% power (MDD); a row's rank interval comes from its CIs against every other row")
 
 PAGE_LINE = (f"How to read a board: a number in brackets is its 95% confidence interval, a stratified bootstrap "
-             f"({BOOTSTRAP_REPS:,} draws) that resamples banks within each family; \"normalised\" puts each family "
-             "on one scale, the empty bank at 0 and the oracle at 1; rows whose intervals overlap are not "
-             "separated by the board (docs/leaderboard.md, \"Reading the page\").")
+             f"({BOOTSTRAP_REPS:,} draws) that resamples banks and TEST variations independently within each "
+             "family, the same draws for every row; \"normalised\" puts each family on one scale, the empty bank "
+             "at 0 and the oracle at 1; a rank such as 2-5 is every rank the paired CIs against all other rows "
+             "allow (docs/leaderboard.md, \"Reading the page\").")
 
 
 def _column(header: Sequence[str], *starts: str) -> int | None:
@@ -48,16 +53,15 @@ def _column(header: Sequence[str], *starts: str) -> int | None:
 
 
 def reading_line(board: Board) -> str:
-    """One line, at the top of a board: its brackets, its scale and what stands behind a row."""
-    header, cells = table_rows(board)
-    n = _column(header, "n:", "n ", "n (")
-    values = sorted({cell[n] for cell in cells}) if n is not None else []
-    if len(values) == 1:
-        behind = f"behind every row ({header[n]}): {values[0]}"  # type: ignore[index]
-    elif n is not None:
-        behind = f"the regions (bank x family) and TEST episodes behind each row are in column {header[n]!r}"
+    """One line, at the top of a board: its brackets, its scale, what stands behind a row and what it can detect."""
+    sizes = {(row.regions, row.distinct_episodes, row.episodes) for row in board.rows}
+    if len(sizes) == 1:
+        regions, distinct, played = sizes.pop()
+        behind = (f"behind every row: {regions} regions (bank x family) and {distinct} distinct TEST episodes, "
+                  f"replayed over the banks ({played:,} episodes played)")
     else:
-        behind = "every row is scored on the same regions (bank x family) and TEST episodes"
+        behind = ("the regions (bank x family) and distinct TEST episodes behind each row (and how often they were "
+                  "played) are in column N")
     if board.normalised:
         counted = len(board.families) - len(board.flagged)
         scale = (f"ranked by the IQM of normalised in-family scores (per family: empty 0, oracle 1; "
@@ -66,21 +70,23 @@ def reading_line(board: Board) -> str:
                     else "") + ")")
     else:
         scale = "not normalised (no `empty` and `oracle` rows yet): ranked and plotted by track score"
-    return (f"[Brackets] are 95% CIs (stratified bootstrap over banks within families); {scale}; {behind}"
-            + _power(board.track) + ".")
+    return (f"[Brackets] are 95% CIs (stratified bootstrap: banks and TEST variations resampled within families); "
+            f"{scale}; {behind}" + _power(board) + ".")
 
 
-def _power(track: str) -> str:
-    """What the track can separate: the MDD its file states (a track of an unknown name states none)."""
+def _power(board: Board) -> str:
+    """What the board can separate, measured on its own rows: its neighbouring pairs' MDD of the ranked measure
+    (beside the figure the track file was sized for, a design figure for the mean)."""
+    mdds = [c.mdd for c in board.comparisons if c.mdd is not None and c.mdd > 0]
+    if not mdds:
+        return ""
     try:
-        stated = getattr(load_track(track), "mdd", None)
-    except ConfigError:
-        return ""
-    if stated is None:
-        return ""
-    return (f"; the track file states an MDD (smallest paired difference of two rows detected at 80% power) of "
-            f"{stated:g} normalised, its design figure; `dreamer-gym power --track {track}` measures it on these rows "
-            "(docs/power.md)")
+        stated = getattr(load_track(board.track), "mdd", None)
+    except ConfigError:  # a results folder of a track this package does not ship
+        stated = None
+    design = f"; the track was sized for {stated:g} (the mean's MDD, a design figure)" if stated is not None else ""
+    return (f"; its neighbouring pairs detect a difference in {board.mdd_measure} of {np.median(mdds):.3f} (median MDD "
+            f"at 80% power; {min(mdds):.3f}-{max(mdds):.3f} over {len(mdds)} pairs, in the table below){design}")
 
 
 def _short(name: str) -> str:

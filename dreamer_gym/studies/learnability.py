@@ -35,6 +35,7 @@ from dreamer_gym.consolidators.op_rule import OP_RULES, make_rule
 from dreamer_gym.consolidators.rule_selector import FEATURES, predict_tree, region_features
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.memory.regions import parse_window
+from dreamer_gym.stats import interval, stratified_indices
 from dreamer_gym.studies.validity import make_study_env
 
 # Registered deterministic consolidators that are whole-region rules too (dreamer_gym.consolidators.fixed)
@@ -193,15 +194,9 @@ def crossfit(scores: np.ndarray) -> dict[str, Any]:
 
 def bootstrap_gap(scores: np.ndarray, strata: Sequence[str], resamples: int, seed: int = 0) -> tuple[float, float]:
     """95% percentile CI of the cross-fitted gap, resampling regions with replacement within each stratum
-    (family) and redoing both selections on each resample."""
-    rng = np.random.default_rng(seed)
-    groups = [np.flatnonzero(np.asarray(strata) == s) for s in dict.fromkeys(strata)]
-    gaps = np.empty(resamples)
-    for i in range(resamples):
-        idx = np.concatenate([g[rng.integers(len(g), size=len(g))] for g in groups])
-        gaps[i] = crossfit(scores[idx])["gap_mean"]
-    lo, hi = np.percentile(gaps, [2.5, 97.5])
-    return float(lo), float(hi)
+    (family: :func:`dreamer_gym.stats.stratified_indices`) and redoing both selections on each resample."""
+    gaps = np.array([crossfit(scores[idx])["gap_mean"] for idx in stratified_indices(strata, resamples, seed)])
+    return interval(gaps, float("nan"), len(gaps), 1, kind="percentile")
 
 
 def fit_tree(x: np.ndarray, labels: np.ndarray, depth: int) -> dict[str, Any]:

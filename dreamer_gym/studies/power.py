@@ -30,9 +30,8 @@ from typing import Any
 import numpy as np
 
 from dreamer_gym.consolidators import make_consolidator, run_episode
+from dreamer_gym.stats import Z_80, Z_975
 from dreamer_gym.studies.validity import make_study_env
-
-Z_975, Z_80 = 1.959963984540054, 0.8416212335729143
 PAIRS: tuple[tuple[str, str], ...] = (("oracle", "keep-all"), ("dedupe", "keep-all"), ("oracle", "dedupe"))
 
 

@@ -13,8 +13,10 @@ The trained rows (``kind: contender``) are then read against the table (issue 31
 
 * **input dependence**: the share of regions where the policy plays the cross-fitted best rule (it commits a
   bank that scores like that rule's on every episode, with the same size), against the best constant's share;
-* **paired differences** against the best constant and against dedupe: the track's mean reward and the board's
-  IQM of normalised scores, each with its paired stratified-bootstrap 95% CI (:mod:`dreamer_gym.leaderboard.aggregate`);
+* **paired differences** against the best constant and against dedupe: the track's mean reward (banks resampled
+  within families: a region's reward mixes in-family and other-family episodes) and the board's IQM of normalised
+  scores (banks and TEST variations resampled, as the board does), each with its paired 95% CI
+  (:func:`dreamer_gym.stats.paired_difference`);
 * for rows named ``...-seedN``, the median seed by track score.
 """
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from dreamer_gym.errors import ConfigError
+from dreamer_gym.stats import iqm_difference, mean_difference, paired_difference
 from dreamer_gym.studies.learnability import (
     FEATURES,
     _argmax,
@@ -163,12 +166,12 @@ def load_rows(track: TrackView, results_dir: Path) -> tuple[dict[str, dict[str, 
 
 
 def _paired(x: Mapping[str, Any], y: Mapping[str, Any], normaliser: Any) -> dict[str, Any]:
-    from dreamer_gym.leaderboard.aggregate import iqm_difference, mean_difference, paired_difference, reward_matrix
+    from dreamer_gym.leaderboard.aggregate import reward_matrix
 
     mean_d, mean_ci = paired_difference(reward_matrix(x), reward_matrix(y), statistic=mean_difference)
     out = {"reward": mean_d, "reward_ci95": list(mean_ci), "reward_excludes_0": bool(mean_ci[0] > 0 or mean_ci[1] < 0)}
     if normaliser is not None:
-        iqm_d, iqm_ci = paired_difference(normaliser.matrix(x)[0], normaliser.matrix(y)[0], statistic=iqm_difference)
+        iqm_d, iqm_ci = paired_difference(normaliser.cells(x), normaliser.cells(y), statistic=iqm_difference)
         out.update({"iqm_normalised": iqm_d, "iqm_ci95": list(iqm_ci),
                     "iqm_excludes_0": bool(iqm_ci[0] > 0 or iqm_ci[1] < 0)})
     return out

@@ -1,5 +1,5 @@
-"""The aggregates' bootstrap on the committed results: replicates enough for stable endpoints, paired differences,
-the coverage simulation and the small-sample interval."""
+"""The aggregates' bootstrap on the committed results (dreamer_gym/stats.py through the board's names): replicates
+enough for stable endpoints, paired differences, the coverage simulation and the small-sample interval."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dreamer_gym import stats
 from dreamer_gym.leaderboard import aggregate as A
 from dreamer_gym.leaderboard.board import build_board, load_results
 
@@ -15,9 +16,10 @@ RESULTS = Path(__file__).parent.parent.parent / "leaderboards" / "results"
 
 @pytest.fixture(scope="module")
 def scienceworld() -> dict[str, np.ndarray]:
-    """Normalised matrices of the committed scienceworld rows, by name (ranked rows only)."""
+    """Normalised cells of the committed scienceworld rows (banks x TEST variations a family), by name (ranked rows
+    only)."""
     board = build_board("scienceworld", load_results(RESULTS)["scienceworld"])
-    return {r.name: r.matrix for r in board.rows if r.ranked}
+    return {r.name: r.cells for r in board.rows if r.ranked}
 
 
 def test_the_chosen_replicates_keep_ci_endpoints_within_0_005_across_seeds(scienceworld: dict) -> None:
@@ -37,7 +39,7 @@ def test_a_row_against_itself_differs_by_exactly_zero(scienceworld: dict) -> Non
         assert A.stratified_bootstrap(A.iqm_difference, m, m, kind=kind) == (0.0, 0.0)
     assert A.paired_difference(m, m) == (0.0, (0.0, 0.0))
     with pytest.raises(ValueError, match="same regions"):
-        A.paired_difference(m, m[:2])
+        A.paired_difference(m, m.matrix()[:2])
 
 
 def test_pairing_resamples_the_same_banks_for_both_rows() -> None:
@@ -59,13 +61,13 @@ def test_probability_of_improvement_by_ranks_is_the_pairwise_definition() -> Non
 
 def test_replicates_drawn_in_batches_are_all_drawn(monkeypatch: pytest.MonkeyPatch) -> None:
     m = np.arange(12.0).reshape(3, 4)
-    monkeypatch.setattr(A, "BATCH_CELLS", 50)  # 4 replicates a batch
-    values = A.bootstrap_distribution(A.mean, m, reps=1001)
+    monkeypatch.setattr(stats, "BATCH_CELLS", 50)  # 4 replicates a batch
+    values = stats.bootstrap_distribution(A.mean, m, reps=1001)
     assert values.shape == (1001,) and values.min() >= m.min() and values.max() <= m.max()
 
 
 def test_the_t_interval_widens_the_percentile_one_for_three_banks(scienceworld: dict) -> None:
-    m = scienceworld["dedupe"][:3]  # three banks a family, as the protocol-2 track had
+    m = scienceworld["dedupe"].matrix()[:3]  # three banks a family, as the protocol-2 track had
     assert A.welch_df(np.ones((3, 4)) * [0, 1, 2, 3] + [[0], [1], [2]]) == pytest.approx(8.0)  # equal spread
     assert 2 <= A.welch_df(m) <= 8
     assert A.welch_df(scienceworld["dedupe"]) > 100  # 40 banks a family (protocol 3): t is close to normal
@@ -76,11 +78,11 @@ def test_the_t_interval_widens_the_percentile_one_for_three_banks(scienceworld: 
 
 
 def test_coverage_is_a_share_computed_by_simulation(scienceworld: dict) -> None:
-    m = scienceworld["dedupe"]
+    m = scienceworld["dedupe"].matrix()
     for population in ("normal", "cells"):
         share = A.coverage(A.iqm, m, sims=40, reps=200, population=population)
         assert 0.0 <= share <= 1.0 and share * 40 == int(round(share * 40))
-    pair = A.coverage(A.iqm_difference, scienceworld["consensus"], m, sims=20, reps=200)
+    pair = A.coverage(A.iqm_difference, scienceworld["consensus"].matrix(), m, sims=20, reps=200)
     assert 0.0 <= pair <= 1.0
     flat = np.full((3, 4), 0.25)  # no spread: every simulated CI is the point, which is the truth
     assert A.coverage(A.mean, flat, sims=10, reps=100) == 1.0

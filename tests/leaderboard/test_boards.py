@@ -129,12 +129,13 @@ def test_stale_verified_and_ineligible_rows_are_marked_not_ranked_with_the_rest(
     mine = _result("mine", {r: 40.0 + r[0] for r in regions})
     for rec in mine["records"]:
         rec["reward"] = 0.1 + 0.01 * rec["bank_index"]
+    mine["summary"]["score"] = 0.11  # the mean of its rewards, as validate writes it
     old = {**_result("old", {r: 80.0 for r in regions}), "protocol_version": 1}
     alien = _result("alien", {r: 85.0 for r in regions})
     alien["consolidator"]["trained_on"] = ["MemoryConsolidation-MiniWoB-v0"]
     verified = {**_result("mine", {r: 41.0 for r in regions}), "tier": "verified",
                 "verification": {"bank_seeds": [11, 12, 13], "pool_hash": "pfresh"}}
-    verified["summary"]["score"] = 0.11  # inside mine's CI [0.10, 0.12]
+    verified["summary"]["score"] = 0.11  # mine's own score: agrees
     board = build_board("miniwob", [empty, oracle, mine, old, alien, verified])
     rows = {r.name: r for r in board.rows}
     assert [r.name for r in board.rows if r.ranked] == ["mine", "empty"]
@@ -144,6 +145,30 @@ def test_stale_verified_and_ineligible_rows_are_marked_not_ranked_with_the_rest(
     [run] = board.verified
     assert run.agrees and run.pool_hash == "pfresh"
     assert rows["mine"].aggregates["mean"] == pytest.approx(31 / 80)
+
+
+@pytest.mark.parametrize("score,agrees", [(0.11, True), (0.099, True), (0.5, True), (0.09, False), (-0.2, False)])
+def test_a_verified_run_agrees_unless_it_falls_short_by_more_than_the_draws_mdd(score: float, agrees: bool) -> None:
+    """One-sided: a fresh draw of 3 banks may score anywhere above the re-scored row, and below it by up to the MDD a
+    draw of 3 banks has on the row's own spread (here 2.80 * sqrt((1e-4 + 1e-4) / 4 * (1/3 + 1/3)) = 0.0162); an
+    honest run just outside the re-scored CI (the dedupe run of issue 38) agrees."""
+    regions = [(b, f) for b in (0, 1, 2) for f in ("a", "b")]
+    mine = _result("mine", {r: 40.0 for r in regions})
+    for rec in mine["records"]:
+        rec["reward"] = 0.1 + 0.01 * rec["bank_index"]
+    mine["summary"]["score"] = 0.11
+    verified = {**_result("mine", {r: 41.0 for r in regions}), "tier": "verified",
+                "verification": {"bank_seeds": [11, 12, 13], "pool_hash": "pfresh"}}
+    verified["summary"]["score"] = score
+    empty, oracle = _result("empty", {r: 10.0 for r in regions}, "fixed"), _result("oracle", {r: 90.0 for r in regions},
+                                                                                   "reference")
+    board = build_board("miniwob", [empty, oracle, mine, verified])
+    [run] = board.verified
+    assert run.mdd == pytest.approx(2.8016 * np.sqrt(2e-4 / 4 * (2 / 3)), abs=1e-4) and run.rescored == 0.11
+    assert run.agrees is agrees
+    assert (next(r for r in board.rows if r.name == "mine").verified is not None) is agrees
+    lo, _ = next(r for r in board.rows if r.name == "mine").score_ci
+    assert (score < lo) or agrees  # below the CI and still agreeing: the case the two-sided test got wrong
 
 
 def test_the_committed_boards_are_rendered_from_the_committed_results(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""Ranks on the committed boards: identical banks are one row, rows the paired bootstrap cannot separate share a
-rank, and every row says what stands behind it."""
+"""Ranks on the committed boards: identical banks are one row, each ranked row shows the rank interval its paired
+CIs against every row allow, and every row says what stands behind it (distinct TEST episodes, not replays)."""
 from __future__ import annotations
 
 import copy
@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dreamer_gym.leaderboard.board import build_board, comparison_rows, load_results, table_rows
-from dreamer_gym.leaderboard.ranking import Comparison, bank_fingerprint, rank_labels
+from dreamer_gym.leaderboard.board import N_HEADER, build_board, comparison_rows, load_results, table_rows
+from dreamer_gym.leaderboard.ranking import bank_fingerprint
 from dreamer_gym.leaderboard.rows import slug
 from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION, load_track
+from dreamer_gym.stats import iqm, pairwise, rank_intervals
 
 RESULTS = Path(__file__).parent.parent.parent / "leaderboards" / "results"
 
@@ -21,11 +22,17 @@ def results() -> dict[str, list[dict]]:
     return load_results(RESULTS)
 
 
-def test_rows_with_identical_banks_collapse_into_one_row_listing_its_submitters(results: dict) -> None:
+@pytest.fixture(scope="module")
+def boards(results: dict) -> dict:
+    """Each committed board, built once (a board draws 10,000 replicates of every row)."""
+    return {track: build_board(track, rows) for track, rows in results.items()}
+
+
+def test_rows_with_identical_banks_collapse_into_one_row_listing_its_submitters(results: dict, boards: dict) -> None:
     """On the committed protocol-3 rows: every group of results with one bank fingerprint is one row, named by its
     built-in member where it has one, listing every submitter; no name is on the board twice."""
     rows = [r for r in results["scienceworld"] if r["tier"] == "re-scored"]
-    board = build_board("scienceworld", rows)
+    board = boards["scienceworld"]  # verified files add no row: the board's rows are the re-scored ones
     groups: dict[str, list[str]] = {}
     for r in rows:
         groups.setdefault(bank_fingerprint(r), []).append(r["consolidator"]["name"])
@@ -48,29 +55,34 @@ def test_the_fingerprint_sees_one_episode_change(results: dict) -> None:
     assert bank_fingerprint(dedupe) == bank_fingerprint(copy.deepcopy(dedupe)) != bank_fingerprint(changed)
 
 
-def test_rank_labels_share_a_rank_where_the_ci_against_the_row_above_holds_zero() -> None:
-    def c(shares: bool) -> Comparison:
-        return Comparison("x", "y", 0.1, (-0.1, 0.2) if shares else (0.05, 0.2), shares)
-
-    assert rank_labels([c(False), c(True), c(False), c(False)], 5) == ["1", "2=", "2=", "4", "5"]
-    assert rank_labels([c(True), c(True)], 3) == ["1=", "1=", "1="]
-    assert rank_labels([], 1) == ["1"] and rank_labels([], 0) == []
-
-
 @pytest.mark.parametrize("track", ["scienceworld", "alfworld-gen", "miniwob"])
-def test_each_ranked_row_is_compared_with_the_row_above_and_ties_share_its_rank(results: dict, track: str) -> None:
-    board = build_board(track, results[track])
+def test_each_ranked_row_shows_the_ranks_its_paired_cis_allow(boards: dict, track: str) -> None:
+    """Rank intervals from every pair's paired CI (recomputed here on the rows' own cells), each holding the row's
+    position; each ranked row is compared with the row above, with the pair's MDD."""
+    board = boards[track]
     ranked = [r for r in board.rows if r.ranked]
+    intervals = rank_intervals(pairwise([r.cells for r in ranked], iqm))
+    assert [r.rank_interval for r in ranked] == intervals
+    for i, (row, (best, worst)) in enumerate(zip(ranked, intervals), start=1):
+        assert best <= i <= worst and row.rank == (str(best) if best == worst else f"{best}-{worst}")
     assert [(c.name, c.above) for c in board.comparisons] == [(b.name, a.name) for a, b in zip(ranked, ranked[1:])]
-    for above, row, comp in zip(ranked, ranked[1:], board.comparisons):
+    for comp in board.comparisons:
         lo, hi = comp.ci
-        assert lo <= comp.difference <= hi and comp.shares_rank == (lo <= 0 <= hi)
-        assert (row.rank.rstrip("=") == above.rank.rstrip("=")) == comp.shares_rank
-        if comp.shares_rank:
-            assert row.rank.endswith("=") and above.rank.endswith("=")
+        assert lo <= comp.difference <= hi and comp.separated == (not lo <= 0 <= hi) and comp.mdd >= 0
     header, cells = comparison_rows(board)
-    assert header[:2] == ["row", "row above"] and len(cells) == len(ranked) - 1
-    assert all(c[3] in ("yes", "no") for c in cells)
+    assert header[:2] == ["row", "row above"] and header[3] == "MDD (80% power)" and len(cells) == len(ranked) - 1
+    assert all(c[4] in ("yes", "no") for c in cells)
+
+
+def test_the_scienceworld_board_no_longer_chains_rows_that_separate(boards: dict) -> None:
+    """The old board put nine rows in one shared rank `1=` by chaining neighbours; rule:merge-all and
+    rule:procedures-only were in it though their own paired CI separates them (issue 38)."""
+    board = boards["scienceworld"]
+    rows = {r.name: r for r in board.rows if r.ranked}
+    top, bottom = rows["rule:merge-all"].rank_interval, rows["rule:procedures-only"].rank_interval
+    assert top is not None and bottom is not None and top[0] < bottom[0]
+    ranked = [r for r in board.rows if r.ranked]
+    assert ranked[0].rank_interval[1] < ranked[-1].rank_interval[0]
 
 
 def test_rows_far_apart_get_their_own_ranks() -> None:
@@ -91,18 +103,18 @@ def test_rows_far_apart_get_their_own_ranks() -> None:
     rows[1]["consolidator"]["kind"] = "reference"
     board = build_board("scienceworld", rows)
     assert [(r.name, r.rank) for r in board.rows if r.ranked] == [("good", "1"), ("fair", "2"), ("empty", "3")]
-    assert not any(c.shares_rank for c in board.comparisons)
+    assert all(c.separated for c in board.comparisons)
 
 
-def test_each_row_shows_n_and_links_to_its_per_family_line(results: dict) -> None:
-    board = build_board("scienceworld", results["scienceworld"])
+def test_each_row_shows_n_and_links_to_its_per_family_line(results: dict, boards: dict) -> None:
+    board = boards["scienceworld"]
     header, cells = table_rows(board)
-    n, link = header.index("N: regions, in-family episodes (distinct)"), header.index("per family")
+    n, link = header.index(N_HEADER), header.index("per family")
     dedupe = next(c for c in cells if c[1] == "dedupe")
     record = next(r for r in results["scienceworld"] if r["consolidator"]["name"] == "dedupe")
     in_family = [e for rec in record["records"] for e in rec["episodes"] if e["in_family"]]
     distinct = {(e["family"], e["variation"]) for e in in_family}
-    assert dedupe[n] == f"{len(record['records'])}, {len(in_family)} ({len(distinct)})"
+    assert dedupe[n] == f"{len(record['records'])}, {len(distinct)} ({len(in_family)})" == "160, 65 (2600)"
     assert dedupe[link] == f"#family-scienceworld-{slug('dedupe')}"
     assert all(len(c) == len(header) for c in cells)
     iqm = header.index("IQM (normalised)")
