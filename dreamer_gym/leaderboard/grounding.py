@@ -107,6 +107,11 @@ class EntryGrounding:
     held: int
     claims: int
     unheld: tuple[str, ...]  # the claims not held, as the reader took them (for the flag list)
+    # each step, forbidden step and fact keyed as the reader-level similarity keys it (``action:...``,
+    # ``avoid:...``, ``fact:...``, :func:`~dreamer_gym.leaderboard.similarity.claims`), with whether the cited
+    # evidence shows it (a step: taken in any order): what the review rule asks of the claims a region shares with
+    # a reference (leaderboard/review.py)
+    checked: tuple[tuple[str, bool], ...] = ()
 
     @property
     def share(self) -> float:
@@ -118,33 +123,63 @@ def _content(text: str) -> list[str]:
 
 
 def ground_entry(entry: MemoryEntry, reading: Reading, evidence: Evidence) -> EntryGrounding:
-    """Check ``entry``'s claims (``reading``: what the suite's reader takes from it) against ``evidence``."""
-    claims: list[tuple[str, bool]] = []
+    """Check ``entry``'s claims (``reading``: what the suite's reader takes from it) against ``evidence``.
+
+    ``checked`` asks a weaker question of each step than the column does: whether some cited trajectory took it
+    at all, in any order. The review rule asks where a claim came from, not whether the steps are in a good
+    order: an honest merge of the region's episodes can list "go to outside" after the step it came before."""
+    claims: list[tuple[str, str | None, bool, bool]] = []  # (as the flag list shows it, reader's key, held, shown)
     goal = _GOAL.match(entry.text)
     if goal and _content(goal.group(1)):
         words = _content(goal.group(1))
-        claims.append((f"goal: {goal.group(1)}", any(all(w in task for w in words) for task in evidence.task_words)))
+        ok = any(all(w in task for w in words) for task in evidence.task_words)
+        claims.append((f"goal: {goal.group(1)}", None, ok, ok))
     steps = [_OUTCOME.sub("", normalise(a)) for a in reading.actions]
     held: set[int] = set()
     for actions in evidence.actions:
         held |= _aligned(steps, actions)
-    claims += [(f"step: {s}", i in held or any(set(_content(s)) <= task for task in evidence.task_words))
-               for i, s in enumerate(steps)]
     taken = [a for actions in evidence.actions for a in actions]
-    claims += [(f"avoid: {a}", any(_pattern(normalise(a)).match(t) for t in taken)) for a in reading.avoided]
+    for i, (step, action) in enumerate(zip(steps, reading.actions)):
+        ok = i in held or any(set(_content(step)) <= task for task in evidence.task_words)
+        claims.append((f"step: {step}", f"action:{normalise(action)}", ok,
+                       ok or any(_pattern(step).match(t) for t in taken)))
+    for a in reading.avoided:
+        ok = any(_pattern(normalise(a)).match(t) for t in taken)
+        claims.append((f"avoid: {a}", f"avoid:{normalise(a)}", ok, ok))
     for fact in reading.facts:
         parts = [normalise(p) for p in fact.split(" @ ")]
-        claims.append((f"fact: {fact}", all(re.search(rf"\b{re.escape(p)}\b", evidence.text) for p in parts if p)))
-    return EntryGrounding(entry.id, sum(ok for _, ok in claims), len(claims),
-                          tuple(c for c, ok in claims if not ok))
+        ok = all(re.search(rf"\b{re.escape(p)}\b", evidence.text) for p in parts if p)
+        claims.append((f"fact: {fact}", f"fact:{normalise(fact)}", ok, ok))
+    return EntryGrounding(entry.id, sum(ok for _, _, ok, _ in claims), len(claims),
+                          tuple(c for c, _, ok, _ in claims if not ok),
+                          tuple((key, shown) for _, key, _, shown in claims if key is not None))
 
 
-def ground_region(emitted: Sequence[dict[str, Any]], trajectories: dict[str, Trajectory], reads: Any) -> list[EntryGrounding]:
-    """Every emitted entry of one region (kept and new alike: a kept entry is checked as a new one is)."""
+def ground_region(emitted: Sequence[dict[str, Any]], trajectories: dict[str, Trajectory], reads: Any,
+                  memo: dict[str, EntryGrounding] | None = None) -> list[EntryGrounding]:
+    """Every emitted entry of one region (kept and new alike: a kept entry is checked as a new one is).
+    ``memo``: entries already checked against these ``trajectories`` with this reader, by id (an entry's id is
+    the hash of its content, provenance included), filled as it goes: the board checks the same kept entries
+    in many rows, and a results record checks each entry for its column and for its review."""
+    memo = {} if memo is None else memo
     out = []
     for raw in emitted:
-        entry = MemoryEntry.from_dict(raw)
-        out.append(ground_entry(entry, reads([entry]), Evidence.cited(entry, trajectories)))
+        if raw["id"] not in memo:
+            entry = MemoryEntry.from_dict(raw)
+            memo[raw["id"]] = ground_entry(entry, reads([entry]), Evidence.cited(entry, trajectories))
+        out.append(memo[raw["id"]])
+    return out
+
+
+def held_claims(emitted: Sequence[dict[str, Any]], trajectories: dict[str, Trajectory], reads: Any,
+                memo: dict[str, EntryGrounding] | None = None) -> dict[str, bool]:
+    """One region's steps, forbidden steps and facts, keyed as the reader-level similarity keys them, each with
+    whether the trajectories cited by some entry that makes it hold it (a claim two entries make is held when
+    either's evidence holds it: the region's trajectories show it)."""
+    out: dict[str, bool] = {}
+    for entry in ground_region(emitted, trajectories, reads, memo):
+        for key, ok in entry.checked:
+            out[key] = out.get(key, False) or ok
     return out
 
 
@@ -159,7 +194,8 @@ def reader_of(suite: str) -> Any:
     return reads
 
 
-def grounding(regions: Sequence[dict[str, Any]], trajectories: dict[str, Trajectory], suite: str) -> dict[str, Any]:
+def grounding(regions: Sequence[dict[str, Any]], trajectories: dict[str, Trajectory], suite: str,
+              memo: dict[str, EntryGrounding] | None = None) -> dict[str, Any]:
     """The column for one track block: ``share`` (mean over regions of held claims / claims), ``unsupported``
     (claims not held, summed), ``claims``, per-region shares and ``flagged`` entries (region index, entry id,
     share, up to three claims their evidence does not hold)."""
@@ -168,7 +204,7 @@ def grounding(regions: Sequence[dict[str, Any]], trajectories: dict[str, Traject
     unsupported = claims = 0
     per_region: list[float | None] = []
     for j, region in enumerate(regions):
-        entries = ground_region(region["emitted"], trajectories, reads)
+        entries = ground_region(region["emitted"], trajectories, reads, memo)
         held, made = sum(e.held for e in entries), sum(e.claims for e in entries)
         unsupported += made - held
         claims += made
@@ -182,10 +218,17 @@ def grounding(regions: Sequence[dict[str, Any]], trajectories: dict[str, Traject
             "flagged": flagged}
 
 
-def track_grounding(track: Any, block: dict[str, Any]) -> dict[str, Any]:
-    """:func:`grounding` of a submission's block on ``track``, against the track's public pool."""
+def public_trajectories(track: Any) -> dict[str, Trajectory]:
+    """The trajectories of ``track``'s pool (a verification track's is the fresh pool): what entries cite."""
     from dreamer_gym.pool import load_or_build_pool
 
     config = track.config()
-    pool = load_or_build_pool(config.pool, config.suite, config.pool_hash, progress=False)
-    return grounding(block["regions"], pool.trajectories, config.suite)
+    return load_or_build_pool(config.pool, config.suite, config.pool_hash, progress=False).trajectories
+
+
+def track_grounding(track: Any, block: dict[str, Any], trajectories: dict[str, Trajectory] | None = None,
+                    memo: dict[str, EntryGrounding] | None = None) -> dict[str, Any]:
+    """:func:`grounding` of a submission's block on ``track``, against the track's public pool (``trajectories``:
+    that pool's, when the caller has loaded it already; ``memo``: as for :func:`ground_region`)."""
+    trajectories = public_trajectories(track) if trajectories is None else trajectories
+    return grounding(block["regions"], trajectories, track.config().suite, memo)

@@ -10,18 +10,20 @@ from typing import Any
 
 import pytest
 
-from dreamer_gym.agents.reading import extract_actions, fact_items
 from dreamer_gym.consolidators import make_consolidator
 from dreamer_gym.consolidators.base import call
 from dreamer_gym.envs.consolidation import ConsolidationEnv
-from dreamer_gym.leaderboard.grounding import FLAG_BELOW, track_grounding
+from dreamer_gym.leaderboard.grounding import FLAG_BELOW, public_trajectories, track_grounding
 from dreamer_gym.leaderboard.render import render
+from dreamer_gym.leaderboard.review import region_checks
 from dreamer_gym.leaderboard.similarity import reader_similarity
 from dreamer_gym.leaderboard.tracks import load_track
 from dreamer_gym.leaderboard.validate import results_record
 from dreamer_gym.memory import MemoryEntry
 from dreamer_gym.pool import load_or_build_pool
 from dreamer_gym.service import make_reward_service
+
+from typed_in import margin_line, paraphrase, word_overlap
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBMISSIONS = ROOT / "leaderboards" / "submissions"
@@ -66,10 +68,30 @@ def drive(track: Any, name: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def shares(track: Any) -> dict[str, dict[str, Any]]:
+def driven(track: Any) -> dict[str, list[dict[str, Any]]]:
+    """The red team's ``constant`` and ``bait`` on every region of the track, through the env's tools."""
+    return {name: drive(track, name) for name in ("constant", "bait")}
+
+
+@pytest.fixture(scope="module")
+def shares(track: Any, driven: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     banks = {name: regions(name) for name in ("oracle", "dedupe", "consensus", "keep-all")}
-    banks.update({name: drive(track, name) for name in ("constant", "bait")})
+    banks.update(driven)
     return {name: track_grounding(track, {"regions": r}) for name, r in banks.items()}
+
+
+def test_constant_and_bait_need_review(track: Any, driven: dict[str, list[dict[str, Any]]]) -> None:
+    """They write the oracle's evidence into every region: the rule flags the regions whose episodes do not show it
+    (tests/red_team/test_review.py sets the thresholds; docs/leaderboard.md, "Needs review", holds these lines)."""
+    refs = [("oracle", regions("oracle"))]
+    trajectories, memo = public_trajectories(track), {}
+    docs = (ROOT / "docs" / "leaderboard.md").read_text()
+    for name, banks in driven.items():
+        checks = region_checks(banks, refs, trajectories, "scienceworld", memo)
+        hits = [c for c in checks if c is not None and c.flagged]
+        assert len(hits) >= len(checks) // 2 and all(c.read == 1.0 for c in hits), name
+        line = margin_line(f"{name} (red team)", checks)
+        assert line in docs, f"docs/leaderboard.md's needs-review table is stale; today's line: {line}"
 
 
 def test_grounding_separates_gold_paths_and_red_team_from_region_derived_rules(shares: dict[str, dict[str, Any]]) -> None:
@@ -109,30 +131,10 @@ def test_an_entry_with_invented_steps_is_flagged_and_one_copied_from_its_evidenc
     assert after["share"] < before["share"]
 
 
-_CONNECTIVES = ("Begin with", "Afterwards", "Subsequently", "Once that is done", "Following this", "Later")
-
-
-def paraphrase(entry: dict[str, Any]) -> dict[str, Any]:
-    """The same steps, slots and listed facts in other words: what the reader takes stays, the wording goes."""
-    steps = extract_actions(entry["text"])
-    facts = [f for f in fact_items([entry["text"]]) if " @ " not in f]
-    lines = ["Aim \u2014 get this family of tasks right, as the bank's best episodes did."]
-    lines += [f"{_CONNECTIVES[i % len(_CONNECTIVES)]} {step}." for i, step in enumerate(steps)]
-    if facts:
-        lines.append("Good candidates for it: " + ", ".join(facts) + ".")
-    text = " ".join(lines)
-    return MemoryEntry.from_dict({**entry, "text": text}).to_dict()
-
-
-def _word_overlap(a: str, b: str) -> float:
-    x, y = set(a.lower().split()), set(b.lower().split())
-    return len(x & y) / len(x | y)
-
-
 def test_reader_similarity_sees_a_paraphrase_of_the_oracle_that_words_do_not(track: Any) -> None:
     oracle = regions("oracle")
     para = [{**r, "emitted": [paraphrase(e) for e in r["emitted"]]} for r in oracle]
-    overlaps = [_word_overlap(p["text"], o["text"]) for r, q in zip(oracle, para) for o, p in zip(r["emitted"], q["emitted"])]
+    overlaps = [word_overlap(p["text"], o["text"]) for r, q in zip(oracle, para) for o, p in zip(r["emitted"], q["emitted"])]
     assert max(overlaps) < 0.6, overlaps  # far below the lexical copy check's 0.9
     refs = [("oracle", oracle)]
     close = reader_similarity(para, refs, "scienceworld")
