@@ -36,9 +36,10 @@ from typing import Any
 from dreamer_gym.consolidators.base import call
 from dreamer_gym.envs.tools import CHARS_PER_TOKEN
 from dreamer_gym.errors import ConfigError, EvaluationFailed
-from dreamer_gym.leaderboard.grounding import track_grounding
+from dreamer_gym.leaderboard.grounding import public_trajectories, track_grounding
 from dreamer_gym.leaderboard.intake import check_clean
 from dreamer_gym.leaderboard.rescore_cache import cached_free
+from dreamer_gym.leaderboard.review import judge
 from dreamer_gym.leaderboard.rows import builtin_rule
 from dreamer_gym.leaderboard.runner import TrackResult, run_track, summarise
 from dreamer_gym.leaderboard.similarity import reader_similarity, reference_blocks
@@ -382,8 +383,8 @@ def results_record(data: dict[str, Any], track: Track, records: list[dict[str, A
     """A board row's data: who, on what, how checked, and the re-scored per-region records.
 
     Nothing in it depends on when or where it ran (no times, no paths), so re-scoring the same submission
-    twice gives the same bytes (:func:`~dreamer_gym.leaderboard.submission.dumps`). ``grounding`` and
-    ``reader_similarity`` (against ``references``) are reported columns, pure text over the public pool."""
+    twice gives the same bytes (:func:`~dreamer_gym.leaderboard.submission.dumps`). Beside the scores, the
+    :func:`reported_columns` against ``references`` (``grounding``, ``reader_similarity``, ``review``)."""
     if tier not in TIERS:
         raise ValueError(f"tier must be one of {TIERS}, got {tier!r}")
     out = {
@@ -397,13 +398,24 @@ def results_record(data: dict[str, Any], track: Track, records: list[dict[str, A
         "records": records,
         "summary": summarise(records),
     }
-    block = next((b for b in data["tracks"] if b["track"] == track.name), data["tracks"][0])
-    out["grounding"] = track_grounding(track, block)
-    out["reader_similarity"] = reader_similarity(block["regions"], reference_blocks(track.name, references, data),
-                                                 track.config().suite)
+    out.update(reported_columns(data, track, references))
     if verification is not None:
         out["verification"] = verification
     return out
+
+
+def reported_columns(data: dict[str, Any], track: Track, references: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """What a results record says of ``data``'s banks on ``track`` beside its scores, pure text over the track's
+    pool (a verification track's is its fresh pool, and its ``references`` the oracle's banks on it):
+    ``grounding`` and ``reader_similarity``, the reported columns, and ``review``, the needs-review verdict on
+    them region by region (:func:`~dreamer_gym.leaderboard.review.judge`)."""
+    block = next((b for b in data["tracks"] if b["track"] == track.name), data["tracks"][0])
+    trajectories, suite, memo = public_trajectories(track), track.config().suite, {}  # memo: each entry once
+    refs = reference_blocks(track.name, references, data)
+    return {"grounding": track_grounding(track, block, trajectories, memo),
+            "reader_similarity": reader_similarity(block["regions"], refs, suite),
+            "review": judge(block["regions"], refs, trajectories, suite,
+                            reference=data["consolidator"]["kind"] == "reference", memo=memo)}
 
 
 def validate(data: Any, *, extra_tracks: Mapping[str, Track] | None = None, references: Sequence[dict[str, Any]] = (),

@@ -229,16 +229,28 @@ def verify(track: Track, consolidator: str, work_dir: Path, *, seeds: list[int] 
         data = run_sandboxed(fresh, consolidator, sandbox, kind=kind or "contender", trained_on=trained_on,
                              episode_secret=episode_secret, timeout_s=timeout_s, progress=progress, name=name, **free)
         (work_dir / "submission.json").write_text(dumps(data))  # kept for the record; the board reads `data`
-    with stage("re-score", "the submission's checks, then its banks re-scored on TEST episodes"):
-        [checked] = check_data(data, {fresh.name: fresh}, references=references)
-        counts: dict[str, int] = {}
-        records = rescore(fresh, checked.block, progress=progress, episode_secret=episode_secret, evaluation=counts,
-                          **free)
-        compare_claims(0, checked.block, records)
-    stage.timings["rescore_episodes_played"] = counts.get("misses", 0)  # 0: the consolidator's run played them
     verification = {"bank_seeds": seeds, "pool_hash": pool_hash, "eval_variations": eval_variations,
                     "regions": len(fresh.regions()), "track_regions": len(track.regions()),
                     "oracle_score": references[0]["tracks"][0]["claimed"]["score"],
                     "gold_variations": gold_variations, "seed_source": source, "test_variations": drawn,
                     "episode_secret": episode_secret, "sandbox": "bubblewrap"}
-    return results_record(data, fresh, records, "verified", verification)
+    with stage("re-score", "the submission's checks, then its banks re-scored on TEST episodes"):
+        counts: dict[str, int] = {}
+        record = verified_record(fresh, data, references, verification, episode_secret=episode_secret,
+                                 progress=progress, evaluation=counts, **free)
+    stage.timings["rescore_episodes_played"] = counts.get("misses", 0)  # 0: the consolidator's run played them
+    return record
+
+
+def verified_record(fresh: Track, data: dict[str, Any], references: Sequence[dict[str, Any]],
+                    verification: dict[str, Any], *, episode_secret: str, progress: bool = False,
+                    **free: Any) -> dict[str, Any]:
+    """Verify's last stage: ``data`` (the sandboxed run's submission on ``fresh``) checked like any submission, the
+    oracle's banks on the fresh pool (``references``) as what it may not copy, re-scored on the same episodes
+    (``episode_secret``), and its results record of tier ``verified``: both reported columns and the needs-review
+    verdict against those fresh references, never the shipped ones (a paraphrase reads like the oracle *of this
+    draw*)."""
+    [checked] = check_data(data, {fresh.name: fresh}, references=references)
+    records = rescore(fresh, checked.block, progress=progress, episode_secret=episode_secret, **free)
+    compare_claims(0, checked.block, records)
+    return results_record(data, fresh, records, "verified", verification, references=references)
