@@ -70,6 +70,9 @@ def test_the_wheel_holds_dreamer_gym_only(tmp_path: Path) -> None:
                  "dreamer_gym/data/scienceworld-heldout-v1.json.gz", "dreamer_gym/data/alfworld-gen-heldout-v1.json.gz",
                  "dreamer_gym/data/scienceworld-heldout-v0.json.gz", "dreamer_gym/data/configs/oplevel-cpu.yaml"):
         assert data in names, data
+    # the runnable examples the docs link to and tests/test_docs.py runs (python -m dreamer_gym.examples.NAME)
+    shipped = {n.removeprefix("dreamer_gym/examples/") for n in names if n.startswith("dreamer_gym/examples/")}
+    assert shipped == {p.name for p in (ROOT / "docs" / "examples").glob("*.py")}
     # the product's studies only (the lab's are in research/, not installed), and no recorded results: the data
     # is what the package reads at run time (pools, tracks, recipes, the schema, prompts), nothing a run wrote
     assert {n.rsplit("/", 1)[1] for n in names if n.startswith("dreamer_gym/studies/")} == {
@@ -77,3 +80,11 @@ def test_the_wheel_holds_dreamer_gym_only(tmp_path: Path) -> None:
     data = {n for n in names if not n.endswith(".py") and ".dist-info/" not in n}
     unexpected = sorted(n for n in data if not re.fullmatch(SHIPPED_DATA, n))
     assert data and not unexpected, unexpected
+
+
+def test_the_shipped_examples_are_the_tested_ones() -> None:
+    """dreamer_gym/examples is a link to docs/examples, not a copy: the files a wheel ships are the files the docs
+    link to and tests/test_docs.py runs, so the two cannot drift apart."""
+    link = ROOT / "dreamer_gym" / "examples"
+    assert link.is_symlink() and link.resolve() == (ROOT / "docs" / "examples").resolve()
+    assert not (link / "__init__.py").exists()  # test_docs runs every *.py there as an example
