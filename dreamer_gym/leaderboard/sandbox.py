@@ -145,9 +145,12 @@ class Sandbox:
             self._uid = free_uid()
         return self._uid
 
+    def declared_models(self) -> tuple[Path, ...]:
+        return default_models() if self.models is None else tuple(Path(m).absolute() for m in self.models)
+
     def allowed(self) -> Allowed:
         """The allow-list; with a uid of its own the child must be able to read the code and model files."""
-        allow = allowed(self.code, default_models() if self.models is None else self.models)
+        allow = allowed(self.code, self.declared_models())
         if self.uid() is not None:
             for path in (*allow.code, *allow.models):
                 if bad := unreadable(path):
@@ -189,9 +192,8 @@ class Sandbox:
         for name in KEPT_ENV:
             if name in os.environ:
                 cmd += ["--setenv", name, os.environ[name]]
-        models = [p for p in default_models() if p in (self.models or default_models())]
-        if models:  # the converted models are found where the package looks for them
-            cmd += ["--setenv", "DREAMER_GYM_CACHE", str(models[0].parent)]
+        if cache := [p for p in default_models() if p in self.declared_models()]:
+            cmd += ["--setenv", "DREAMER_GYM_CACHE", str(cache[0].parent)]  # converted models found where they were
         if allow.code:
             cmd += ["--setenv", "PYTHONPATH", os.pathsep.join(map(str, allow.code))]
         return [*cmd, "--", *launcher(self.limits, uid), *argv]

@@ -21,7 +21,7 @@ import os
 import secrets
 import signal
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -161,7 +161,21 @@ def explain(error: str, usage: dict[str, Any], limits: Limits) -> str:
                 f"held {usage.get('data_mb', '?')} MiB of data, peak resident {usage.get('peak_mb', '?')} MiB")
     if "No space left on device" in error or "Errno 28" in error:
         return (f"the sandbox's /tmp is {limits.tmp_mb} MiB (`--tmp-mb`); it held {usage.get('tmp_mb', '?')} MiB")
-    if "Resource temporarily unavailable" in error or "can't start new thread" in error:
+    tasks = usage.get("tasks", 0)
+    if "can't start new thread" in error or ("Resource temporarily unavailable" in error
+                                             and tasks >= 0.9 * limits.processes):  # EAGAIN has other causes
         return (f"the sandbox's task limit is {limits.processes} processes and threads (`--processes`); "
-                f"{usage.get('tasks', '?')} were running")
+                f"{tasks or '?'} were running")
     return ""
+
+
+def add_limit_flags(parser: Any) -> None:
+    """``--memory-mb``, ``--tmp-mb`` and ``--processes`` on a CLI parser, from :class:`Limits`'s fields (one
+    source for the names, defaults and help)."""
+    for spec in fields(Limits):
+        parser.add_argument(f"--{spec.name.replace('_', '-')}", type=int, default=spec.default, dest=spec.name,
+                            help=f"{spec.metadata['help']} (default: %(default)s)")
+
+
+def limits_from_args(args: Any) -> Limits:
+    return Limits(**{spec.name: getattr(args, spec.name) for spec in fields(Limits)})

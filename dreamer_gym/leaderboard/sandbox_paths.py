@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import stat
 import sys
+import sysconfig
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,12 +30,15 @@ SIMULATORS = ("scienceworld", "alfworld", "textworld", "browsergym", "miniwob", 
 PACKAGE_HIDDEN = ("contract/reward.py", "service", "suites/scienceworld.py", "suites/alfworld.py",
                   "suites/alfworld_gen", "suites/miniwob.py", "suites/webarena.py", "suites/latency.py", "suites/web",
                   "data")
-# the least of the system that Python, numpy, torch and tokenizers load (measured: docs/leaderboard.md, "The
-# sandbox"); /usr/share, /var, /opt, /home, /root, /srv, /mnt and /work are not shown
-SYSTEM_DIRS = ("/usr/bin", "/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/libx32")
+# the least of the system that Python, numpy, torch, transformers and xgrammar load (measured by dropping each:
+# docs/leaderboard.md, "The sandbox"): the tools, the shared libraries (on a multiarch system only its own folder
+# of /usr/lib, not the rest: a system Python's packages, node_modules, the JVM), the loader's cache; /usr/share,
+# /etc, /var, /opt, /home, /root, /srv, /mnt and /work are not shown
+SYSTEM_DIRS = ("/usr/bin", "/usr/lib64", "/usr/lib32", "/usr/libx32")
+MULTIARCH_LIBS = f"/usr/lib/{sysconfig.get_config_var('MULTIARCH') or ''}"  # /usr/lib/x86_64-linux-gnu on Debian
 SYSTEM_LINKS = ("/bin", "/lib", "/lib64", "/lib32", "/libx32", "/sbin")  # merged-/usr links, or real folders
-SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf")
-SYSTEM_HIDDEN = ("/usr/lib/jvm", "/usr/lib/chromium")  # inside /usr/lib: the JVM and the browser stay dark
+SYSTEM_FILES = ("/etc/ld.so.cache",)
+SYSTEM_HIDDEN = ("/usr/lib/jvm", "/usr/lib/chromium")  # where all of /usr/lib is shown: the JVM and browser stay dark
 CACHE_MODELS = "models"  # the folder of the package's cache whose converted weights a local model reads
 MAX_MODEL_FILES = 1_000  # model files are bound one by one (so a private folder around them stays private)
 
@@ -101,12 +105,15 @@ class Allowed:
 
 def system_binds() -> tuple[list[Path], list[tuple[str, str]]]:
     """The system folders and files that exist here, and the top-level links (``/lib -> usr/lib``) to recreate."""
-    binds = [Path(p) for p in (*SYSTEM_DIRS, *SYSTEM_FILES) if Path(p).exists()]
+    libs = MULTIARCH_LIBS if MULTIARCH_LIBS != "/usr/lib/" and Path(MULTIARCH_LIBS).is_dir() else "/usr/lib"
+    binds = [Path(p) for p in (SYSTEM_DIRS[0], libs, *SYSTEM_DIRS[1:], *SYSTEM_FILES) if Path(p).exists()]
     links = []
     for name in SYSTEM_LINKS:
         path = Path(name)
-        if path.is_symlink():
-            links.append((name, str(path.readlink())))
+        if path.is_symlink():  # kept where it leads into what is shown (/lib -> usr/lib, not /sbin -> usr/sbin)
+            target = Path("/", path.readlink())
+            if any(bind == target or bind.is_relative_to(target) for bind in binds):
+                links.append((name, str(path.readlink())))
         elif path.is_dir():
             binds.append(path)
     return binds, links

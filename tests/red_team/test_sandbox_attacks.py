@@ -322,3 +322,29 @@ def test_a_code_folder_that_holds_the_checkout_is_refused() -> None:
     with pytest.raises(ConfigError, match="holds the dreamer_gym package .* declare the folder of the "
                                           "consolidator's own code"):
         Sandbox(code=(package_root().parent,)).self_test()
+
+
+def test_the_cli_hands_its_limits_to_the_sandbox_and_refuses_a_bad_one() -> None:
+    from dreamer_gym.cli import build_parser
+    from dreamer_gym.leaderboard.sandbox_limits import limits_from_args
+
+    argv = ["leaderboard", "verify", "--consolidator", "dedupe", "--track", "scienceworld"]
+    args = build_parser().parse_args([*argv, "--memory-mb", "2048", "--tmp-mb", "64", "--timeout", "90"])
+    assert limits_from_args(args) == Limits(memory_mb=2048, tmp_mb=64) and args.timeout == 90
+    assert limits_from_args(build_parser().parse_args(argv)) == Limits()  # the defaults are the dataclass's
+    with pytest.raises(ConfigError, match="Expected the sandbox limit `processes` to be a positive int, got 0"):
+        Limits(processes=0)
+
+
+def test_the_default_time_limit_is_sized_from_the_track() -> None:
+    from dreamer_gym.leaderboard.verify import (
+        TIMEOUT_PER_CALL_S,
+        TIMEOUT_PER_EPISODE_S,
+        TIMEOUT_START_S,
+        default_timeout,
+    )
+
+    track = load_track("scienceworld")  # 160 regions, 40 tool calls, 20 + 4 episodes a region
+    per_region = 40 * TIMEOUT_PER_CALL_S + 24 * TIMEOUT_PER_EPISODE_S
+    assert default_timeout(track) == TIMEOUT_START_S + 160 * per_region
+    assert default_timeout(small_track()) < default_timeout(track)
