@@ -186,6 +186,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     import time
 
     from dreamer_gym.leaderboard.rows import check_verified_free
+    from dreamer_gym.leaderboard.sandbox import Sandbox
+    from dreamer_gym.leaderboard.sandbox_limits import limits_from_args
     from dreamer_gym.leaderboard.submission import SubmissionError, dumps
     from dreamer_gym.leaderboard.tracks import Track, load_track
     from dreamer_gym.leaderboard.verify import verify
@@ -206,8 +208,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="dreamer-gym-verify-") as tmp:
         work = args.work_dir or Path(tmp)
         try:
-            record = verify(track, args.consolidator, work, seeds=args.seeds, kind=kind,
-                            trained_on=args.trained_on, progress=not args.quiet, workers=args.workers,
+            sandbox = Sandbox(code=tuple(args.code), models=None if args.model is None else tuple(args.model),
+                              limits=limits_from_args(args))
+            record = verify(track, args.consolidator, work, seeds=args.seeds, kind=kind, sandbox=sandbox,
+                            timeout_s=args.timeout, trained_on=args.trained_on, progress=not args.quiet,
+                            workers=args.workers,
                             timings=timings, name=name, **({"regions": args.regions} if args.regions is not None else {}))
         except SubmissionError as exc:
             print(f"verification failed: {exc}", file=sys.stderr)
@@ -286,6 +291,18 @@ def add_parser(sub: Any) -> None:
     w.add_argument("--work-dir", type=Path, default=None, help="keep the fresh pool and submission here")
     w.add_argument("--out-dir", type=Path, default=RESULTS_DIR)
     w.add_argument("--workers", type=int, default=1)
+    w.add_argument("--code", type=Path, nargs="+", default=[], metavar="DIR",
+                   help="folders of the consolidator's own code, shown read-only in the sandbox and on its PYTHONPATH "
+                   "(for a `module:attr` consolidator; never a checkout of this project)")
+    w.add_argument("--model", type=Path, nargs="+", default=None, metavar="PATH",
+                   help="model files or folders the consolidator loads, shown read-only (default: the converted models "
+                   "in $DREAMER_GYM_CACHE/models)")
+    w.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="wall time of the consolidator stage (default: dreamer_gym.leaderboard.verify.default_timeout "
+                   "of the regions visited)")
+    from dreamer_gym.leaderboard.sandbox_limits import add_limit_flags  # the sandbox's limits, from its dataclass
+
+    add_limit_flags(w)
     w.add_argument("--quiet", action="store_true")
     w.set_defaults(func=cmd_verify)
 

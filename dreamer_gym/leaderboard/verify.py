@@ -59,6 +59,20 @@ SEED_LOW, SEED_HIGH = 10_000, 2**31 - 1
 DEFAULT_REGIONS = 40
 # the evaluation cache the stages share, in the work dir (hidden from the sandbox like the fresh pool)
 CACHE_FILE = "evaluation-cache.sqlite"
+# the consolidator stage's wall time unless `--timeout` says otherwise (docs/leaderboard.md, "The sandbox"): a start
+# (the sandbox, imports, a local model's load or its conversion into /tmp), then per region each tool call the
+# track allows at what one call of the bundled 135M prompted consolidator takes on a loaded 2-core machine with a
+# 2x margin, and each evaluation episode the board plays in the stage (0.11-0.25 s measured) with a wide one
+TIMEOUT_START_S = 600.0
+TIMEOUT_PER_CALL_S = 30.0
+TIMEOUT_PER_EPISODE_S = 2.0
+
+
+def default_timeout(track: Track) -> float:
+    """Seconds the consolidator stage may take on ``track``: sized from its regions, tool calls and episodes."""
+    per_region = (track.config().max_tool_calls * TIMEOUT_PER_CALL_S
+                  + (track.eval_in_family + track.eval_other) * TIMEOUT_PER_EPISODE_S)
+    return TIMEOUT_START_S + per_region * len(track.regions())
 
 
 def verification_banks(track: Track, regions: int | None) -> int:
@@ -180,14 +194,20 @@ class StageReport:
 
 
 def run_sandboxed(track: Track, consolidator: str, sandbox: Sandbox, *, kind: str, trained_on: list[str] | None = None,
-                  episode_secret: str | None = None, timeout_s: float = 3600.0, progress: bool = False,
+                  episode_secret: str | None = None, timeout_s: float | None = None, progress: bool = False,
                   name: str | None = None, **free: Any) -> dict[str, Any]:
     """The submission of ``consolidator`` on ``track``, run in ``sandbox`` (after its self-test) with the real env
-    and its withholding service out here; built from what the env recorded, like ``leaderboard submit``."""
+    and its withholding service out here; built from what the env recorded, like ``leaderboard submit``.
+    ``timeout_s``: the stage's wall time (default :func:`default_timeout` of the track); the sandbox's
+    ``limits`` bound its memory, ``/tmp`` and processes."""
     sandbox.self_test()
+    timeout_s = default_timeout(track) if timeout_s is None else timeout_s
     with SandboxedConsolidator(sandbox, consolidator, track.config(**free), timeout_s=timeout_s) as remote:
         result = run_for_submission(track, remote, name=consolidator, progress=progress, episode_secret=episode_secret,
                                     **free)  # keeps the calls: the re-score replays them (validate.check_regions)
+    if progress:
+        print(f"sandbox: peak resident {remote.peak_mb:.0f} MiB of {sandbox.limits.memory_mb} MiB, time limit "
+              f"{timeout_s:.0f} s", file=sys.stderr, flush=True)
     block = consolidator_block(name or consolidator, kind=kind, config={"consolidator": consolidator}, trained_on=trained_on,
                                llm=remote.ready.get("llm"))
     return build_submission(block, [(track, result)])
@@ -196,14 +216,15 @@ def run_sandboxed(track: Track, consolidator: str, sandbox: Sandbox, *, kind: st
 def verify(track: Track, consolidator: str, work_dir: Path, *, seeds: list[int] | None = None,
            kind: str | None = None, trained_on: list[str] | None = None, eval_variations: int = 20,
            gold_variations: int = 20, test_variations: Mapping[str, Sequence[int]] | None = None,
-           episode_secret: str | None = None, sandbox: Sandbox | None = None, timeout_s: float = 3600.0,
+           episode_secret: str | None = None, sandbox: Sandbox | None = None, timeout_s: float | None = None,
            progress: bool = False, timings: dict[str, float] | None = None, regions: int | None = DEFAULT_REGIONS,
            name: str | None = None, **free: Any) -> dict[str, Any]:
     """Run ``consolidator`` on a fresh draw of ``track`` in the sandbox, check and re-score; a results record of
     tier ``verified``. ``seeds``, ``test_variations`` and ``episode_secret`` default to fresh draws (pass the
     recorded ones only to reproduce a run); ``regions``: how many regions to visit (:func:`verification_banks`
     fresh banks; ``None``: as many as the track; given ``seeds`` say it themselves); ``sandbox`` defaults to
-    bubblewrap on PATH; ``name``: the row's name (default: ``consolidator``, which may be an entry point or a
+    bubblewrap on PATH with its default limits; ``timeout_s``: the consolidator stage's wall time (default
+    :func:`default_timeout` of the fresh track); ``name``: the row's name (default: ``consolidator``, which may be an entry point or a
     checkpoint path that is no row name). A sandbox that is missing or fails its self-test raises
     :class:`~dreamer_gym.leaderboard.sandbox.SandboxUnavailable` before any work."""
     source = "given (a re-run of an earlier verification)" if seeds is not None else "drawn at verification (OS entropy)"
