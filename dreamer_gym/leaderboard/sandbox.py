@@ -51,7 +51,6 @@ from dreamer_gym.leaderboard.sandbox_paths import (
     Allowed,
     allowed,
     covers,
-    default_models,
     package_root,
     unreadable,
 )
@@ -110,14 +109,14 @@ class Sandbox:
     """How verify isolates a consolidator. ``binary``: the bubblewrap executable (a test points it at a missing
     one to see the refusal); ``hidden``: paths to cover where an allowed folder holds them (verify adds its work
     folder, where the fresh pool is); ``code``: folders of the submitter's code, bound read-only and put on
-    ``PYTHONPATH``; ``models``: model files or folders the consolidator loads (default: the package cache's
-    converted models, :func:`~dreamer_gym.leaderboard.sandbox_paths.default_models`); ``limits``: memory,
-    ``/tmp`` and processes."""
+    ``PYTHONPATH``; ``models``: model files or folders the consolidator loads, bound at their own paths (the
+    package cache's converted models are bound anyway, :func:`~dreamer_gym.leaderboard.sandbox_paths.cache_models`);
+    ``limits``: memory, ``/tmp`` and processes."""
 
     binary: str = "bwrap"
     hidden: tuple[Path, ...] = ()
     code: tuple[Path, ...] = ()
-    models: tuple[Path, ...] | None = None
+    models: tuple[Path, ...] = ()
     limits: Limits = field(default_factory=Limits)
     _stubs: Path | None = field(default=None, init=False, repr=False, compare=False)  # each copy writes its own
     _uid: int | None = field(default=None, init=False, repr=False, compare=False)
@@ -145,14 +144,11 @@ class Sandbox:
             self._uid = free_uid()
         return self._uid
 
-    def declared_models(self) -> tuple[Path, ...]:
-        return default_models() if self.models is None else tuple(Path(m).absolute() for m in self.models)
-
     def allowed(self) -> Allowed:
-        """The allow-list; with a uid of its own the child must be able to read the code and model files."""
-        allow = allowed(self.code, self.declared_models())
+        """The allow-list; with a uid of its own the child must be able to read the declared code and models."""
+        allow = allowed(self.code, self.models, readable_only=self.uid() is not None)
         if self.uid() is not None:
-            for path in (*allow.code, *allow.models):
+            for path in (*allow.code, *(source for source, seen in allow.models if source == seen)):
                 if bad := unreadable(path):
                     raise ConfigError(f"{str(bad[0])!r} is not readable by the sandbox's own uid (it reads only what "
                                       f"any user may): run `chmod -R o+rX {path}`")
@@ -170,10 +166,11 @@ class Sandbox:
             cmd += ["--symlink", target, link]
         cmd += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--size", str(self.limits.tmp_mb * 2**20),
                 "--tmpfs", "/tmp"]
-        binds = (*allow.runtime, *allow.code, *allow.models)  # after the fresh /tmp: a CI clone sits there
-        cmd += parents(binds)
-        for path in binds:
-            cmd += ["--ro-bind", str(path), str(path)]
+        # after the fresh /tmp: a CI clone sits there, and the child's cache with the converted models
+        binds = [*((p, p) for p in (*allow.runtime, *allow.code)), *allow.models]
+        cmd += parents([seen for _, seen in binds])
+        for path, seen in binds:
+            cmd += ["--ro-bind", str(path), str(seen)]
         for path in covered:
             cmd += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         for path in absent:
@@ -192,8 +189,6 @@ class Sandbox:
         for name in KEPT_ENV:
             if name in os.environ:
                 cmd += ["--setenv", name, os.environ[name]]
-        if cache := [p for p in default_models() if p in self.declared_models()]:
-            cmd += ["--setenv", "DREAMER_GYM_CACHE", str(cache[0].parent)]  # converted models found where they were
         if allow.code:
             cmd += ["--setenv", "PYTHONPATH", os.pathsep.join(map(str, allow.code))]
         return [*cmd, "--", *launcher(self.limits, uid), *argv]
@@ -234,13 +229,12 @@ class Sandbox:
 
 def parents(paths: Sequence[Path]) -> list[str]:
     """``--dir`` for each folder above ``paths`` (bubblewrap would make them ``0700``, which the child's own uid
-    could not pass through), outermost first, each once."""
-    out: list[str] = []
+    could not pass through), outermost first, each once; under ``/tmp`` writable by all like ``/tmp`` itself (the
+    child's cache, where the converted models are bound, is where Hugging Face and torch keep theirs too)."""
+    out: list[Path] = []
     for path in paths:
-        for parent in reversed(Path(path).parents[:-1]):
-            if str(parent) != "/tmp" and str(parent) not in out:
-                out.append(str(parent))
-    return [arg for folder in out for arg in ("--dir", folder)]
+        out += [p for p in reversed(Path(path).parents[:-1]) if p != Path("/tmp") and p not in out]
+    return [arg for p in out for arg in (*(("--perms", "1777") if p.is_relative_to("/tmp") else ()), "--dir", str(p))]
 
 
 class planted_canary:  # noqa: N801 - a context manager, read like a function

@@ -40,6 +40,7 @@ SYSTEM_LINKS = ("/bin", "/lib", "/lib64", "/lib32", "/libx32", "/sbin")  # merge
 SYSTEM_FILES = ("/etc/ld.so.cache",)
 SYSTEM_HIDDEN = ("/usr/lib/jvm", "/usr/lib/chromium")  # where all of /usr/lib is shown: the JVM and browser stay dark
 CACHE_MODELS = "models"  # the folder of the package's cache whose converted weights a local model reads
+CHILD_CACHE = Path("/tmp/.cache/dreamer_gym")  # the child's cache_root(): its HOME is /tmp, DREAMER_GYM_CACHE unset
 MAX_MODEL_FILES = 1_000  # model files are bound one by one (so a private folder around them stays private)
 
 
@@ -57,13 +58,22 @@ def simulator_dirs() -> list[Path]:
     return out
 
 
-def default_models() -> tuple[Path, ...]:
-    """The package cache's converted models (``$DREAMER_GYM_CACHE/models``) where they exist: a verified
-    consolidator may read its local model (docs/leaderboard.md, "Rules for a verified consolidator")."""
+def cache_models(readable_only: bool) -> list[tuple[Path, Path]]:
+    """The package cache's converted models (``$DREAMER_GYM_CACHE/models``) as ``(file, where the child sees it)``:
+    each file bound into the child's own cache (:data:`CHILD_CACHE`), so ``smollm2-135m`` loads there without a
+    conversion (docs/leaderboard.md, "Rules for a verified consolidator": a verified consolidator may read its local
+    model). With ``readable_only`` (the child has a uid of its own) a model with a file only its owner may read is
+    left out: the child then converts its own copy into its ``/tmp``, as on a machine with no cache."""
     from dreamer_gym.paths import cache_root
 
     folder = cache_root() / CACHE_MODELS
-    return (folder,) if folder.is_dir() else ()
+    models = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")) if folder.is_dir() else []
+    out: list[tuple[Path, Path]] = []
+    for model in models:  # a `.convert-*` folder is a conversion in progress
+        files = sorted(p for p in model.rglob("*") if p.is_file())
+        if files and len(files) <= MAX_MODEL_FILES and not (readable_only and any(unreadable(f) for f in files)):
+            out += [(f, CHILD_CACHE / CACHE_MODELS / f.relative_to(folder)) for f in files]
+    return out
 
 
 def within(path: Path, roots: Sequence[Path]) -> bool:
@@ -91,16 +101,18 @@ def unreadable(path: Path) -> list[Path]:
 @dataclass(frozen=True)
 class Allowed:
     """The binds of one sandbox: ``system`` (folders, ``links`` as ``(link, target)``, files), ``runtime`` (the
-    interpreter's prefixes and the package), ``code`` (folders, put on ``PYTHONPATH``), ``models`` (files)."""
+    interpreter's prefixes and the package), ``code`` (folders, put on ``PYTHONPATH``), ``models`` (files, as
+    ``(file, where the child sees it)``: declared ones at their own path, the cache's in the child's cache)."""
 
     system: tuple[Path, ...]
     links: tuple[tuple[str, str], ...]
     runtime: tuple[Path, ...]
     code: tuple[Path, ...]
-    models: tuple[Path, ...]
+    models: tuple[tuple[Path, Path], ...]
 
     def roots(self) -> list[Path]:
-        return [*self.system, *self.runtime, *self.code, *self.models]
+        """What of the machine is shown (sources, not where the child sees them)."""
+        return [*self.system, *self.runtime, *self.code, *(source for source, _ in self.models)]
 
 
 def system_binds() -> tuple[list[Path], list[tuple[str, str]]]:
@@ -149,13 +161,15 @@ def model_files(paths: Sequence[Path]) -> list[Path]:
     return files
 
 
-def allowed(code: Sequence[Path] = (), models: Sequence[Path] = ()) -> Allowed:
-    """The allow-list (module docstring): what the sandbox binds read-only, nothing else."""
+def allowed(code: Sequence[Path] = (), models: Sequence[Path] = (), readable_only: bool = False) -> Allowed:
+    """The allow-list (module docstring): what the sandbox binds read-only, nothing else; ``models``: the declared
+    model files or folders (the cache's converted models come too, :func:`cache_models`)."""
     system, links = system_binds()
     runtime = outermost([p for p in (Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), package_root())
                          if not within(p, system)])
+    declared = [(f, f) for f in model_files(models)]
     return Allowed(tuple(system), tuple(links), tuple(runtime), tuple(check_code(Path(c)) for c in code),
-                   tuple(model_files(models)))
+                   tuple(declared + cache_models(readable_only)))
 
 
 def covers(roots: Sequence[Path], hidden: Sequence[Path] = ()) -> tuple[list[Path], list[Path], list[Path]]:
