@@ -208,8 +208,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="dreamer-gym-verify-") as tmp:
         work = args.work_dir or Path(tmp)
         try:
-            sandbox = Sandbox(code=tuple(args.code), models=None if args.model is None else tuple(args.model),
-                              limits=limits_from_args(args))
+            sandbox = Sandbox(code=tuple(args.code), models=tuple(args.model), limits=limits_from_args(args))
             record = verify(track, args.consolidator, work, seeds=args.seeds, kind=kind, sandbox=sandbox,
                             timeout_s=args.timeout, trained_on=args.trained_on, progress=not args.quiet,
                             workers=args.workers,
@@ -294,9 +293,9 @@ def add_parser(sub: Any) -> None:
     w.add_argument("--code", type=Path, nargs="+", default=[], metavar="DIR",
                    help="folders of the consolidator's own code, shown read-only in the sandbox and on its PYTHONPATH "
                    "(for a `module:attr` consolidator; never a checkout of this project)")
-    w.add_argument("--model", type=Path, nargs="+", default=None, metavar="PATH",
-                   help="model files or folders the consolidator loads, shown read-only (default: the converted models "
-                   "in $DREAMER_GYM_CACHE/models)")
+    w.add_argument("--model", type=Path, nargs="+", default=[], metavar="PATH",
+                   help="model files or folders the consolidator loads, shown read-only at their paths (the converted "
+                   "models of $DREAMER_GYM_CACHE/models are shown anyway, where any user may read them)")
     w.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="wall time of the consolidator stage (default: dreamer_gym.leaderboard.verify.default_timeout "
                    "of the regions visited)")
