@@ -11,9 +11,9 @@ so nothing is built in the checkout), against PyPI. The CPU build of torch is th
 (``torch==2.13.0+cpu``): pip finds it where ``make setup`` finds it (on this project's machines, a local wheel that
 pip's configuration offers), which stands in for the PyTorch CPU index the pages name.
 
-Measured on 2 busy cores (pip 26.3, warm cache): one extra alone 5-57 s (``sb3`` ~15-20 s, ``vllm`` ~57 s), every
-extra and both pages' lines ~6 min. CI keeps the ``sb3`` resolution (the extra that went wrong) and the static checks;
-the rest is ``heavy``.
+Measured on 2 shared cores (pip 26.3, 2026-12-07): one extra alone 6-62 s (``sb3`` 15-23 s, ``webarena`` 62 s), every
+extra and both pages' lines 6 min 52 s. So CI keeps the ``sb3`` resolution (the extra that went wrong) and the static
+checks, and the rest is ``heavy`` (``pytest tests/test_install_extras.py -m heavy``).
 """
 from __future__ import annotations
 
