@@ -364,7 +364,7 @@ def pairwise(rows: Sequence[Strata | np.ndarray], statistic: Callable[[np.ndarra
             for j in range(i + 1, k):
                 d = values[:, i] - values[:, j]
                 lo, hi = interval(d, est[i] - est[j], n_rows, n_cols, df=welch_df(strata[i], strata[j]), level=level)
-                lower[i, j], upper[i, j], lower[j, i], upper[j, i] = lo, hi, -hi, -lo
+                lower[i, j], upper[i, j], lower[j, i], upper[j, i] = lo, hi, 0.0 - hi, 0.0 - lo  # no -0.0
                 se[i, j] = se[j, i] = standard_error(d, n_rows)
     return Pairwise(est, lower, upper, se)
 

@@ -1,5 +1,6 @@
-"""The track power computation on the committed results: MDD of the median neighbouring pair, the crossed bootstrap,
-the variance components and the sizing table (dreamer_gym/studies/track_power.py, docs/power.md)."""
+"""The track power computation on the committed results (dreamer_gym/studies/track_power.py, docs/power.md): the
+IQM's MDD on every neighbouring pair of ranked rows with the board's own bootstrap (banks and TEST variations
+resampled within families), the sizing model, and the generated tables of docs/power.md and docs/leaderboard.md."""
 from __future__ import annotations
 
 import json
@@ -9,74 +10,76 @@ import numpy as np
 import pytest
 
 from dreamer_gym.errors import ConfigError
+from dreamer_gym.stats import Strata, mean_difference, paired_se
 from dreamer_gym.studies.track_power import (
+    DOC_TRACKS,
+    DOCS,
+    GENERATED,
     TrackPowerConfig,
-    bootstrap_se,
+    docs_blocks,
+    fill_blocks,
     load_track_data,
     mdd,
-    paired_cells,
     predicted_se,
-    track_mdd,
-    track_mean,
+    run,
     variance_components,
 )
 
 RESULTS = Path(__file__).resolve().parents[1] / "leaderboards" / "results"
-FAST = TrackPowerConfig(reps=1000, design_banks=(10, 20, 40), design_episodes=(0, 8), design_families=(0, 8))
 
 
 @pytest.fixture(scope="module")
-def scienceworld() -> dict:
-    return track_mdd("scienceworld", RESULTS, FAST)
+def records() -> dict:
+    """Every shipped track's record at the default settings (what the docs' generated tables are made from)."""
+    return run(DOC_TRACKS, progress=False)
 
 
-def test_mdd_is_the_z_formula() -> None:
-    # (z_.975 + z_.8) * SE = (1.95996 + 0.84162) * 0.1
-    assert mdd(0.1) == pytest.approx(0.280158, abs=1e-6)
-    assert mdd(0.0) == 0.0
+def test_the_docs_power_tables_are_generated_from_the_committed_rows(records: dict) -> None:
+    """docs/power.md and docs/leaderboard.md hold the generated blocks byte for byte (`dreamer-gym power --track
+    scienceworld alfworld-gen miniwob --write-docs` rewrites them after a results file changes)."""
+    blocks = docs_blocks(records)
+    found = set()
+    for path in DOCS:
+        text = path.read_text()
+        names = [m["name"] for m in GENERATED.finditer(text)]
+        assert names, f"{path} has no generated power block"
+        found.update(names)
+        assert fill_blocks(text, blocks) == text, f"{path}: a generated block is stale; rerun --write-docs"
+    assert {"power-summary", "power-pairs-scienceworld"} <= found <= set(blocks)
 
 
-def test_identical_rows_have_se_zero() -> None:
-    data = load_track_data("scienceworld", RESULTS)
-    _, row = data.rows[0]
-    cells = paired_cells(row, row, data.denominators)
-    in_family = sum(1 for rec in row["records"] for e in rec["episodes"] if e["in_family"])
-    assert sum(int(np.sum(~np.isnan(m))) for m in cells.values()) == in_family == 2600  # each pairs with itself
-    assert track_mean(cells) == 0.0
-    assert all(bootstrap_se(cells, 500, 0, scheme=k) == 0.0 for k in ("crossed", "nested", "banks"))
-
-
-def test_scienceworld_record_from_the_committed_results(scienceworld: dict) -> None:
-    r = scienceworld
-    assert (r["regions"], r["episodes"], r["banks"]) == (160, 2600, 40)  # protocol 3: every TEST variation
+def test_every_neighbouring_pair_is_the_boards_comparison_with_its_mdd(records: dict) -> None:
+    r = records["scienceworld"]
+    assert (r["regions"], r["episodes"], r["distinct_episodes"], r["banks"]) == (160, 2600, 65, 40)
     assert r["caps"] == {"identify-life-stages-1": 5, "lifespan-longest-lived": 20,
                          "lifespan-longest-lived-then-shortest-lived": 20, "lifespan-shortest-lived": 20}
-    # rows that scored every episode alike are one row: no neighbouring pair is a pair of identical rows
-    assert all(p["spread"] > 0 for p in r["pairs"])
-    spreads = sorted(p["spread"] for p in r["pairs"])
+    board = load_track_data("scienceworld", RESULTS).board
+    assert [(p["row"], p["above"], p["mdd_iqm"]) for p in r["pairs"]] == [(c.name, c.above, c.mdd)
+                                                                          for c in board.comparisons]
+    assert len(r["pairs"]) == len(r["rows"]) - 1 == 17
+    # resampling the TEST variations too can only add spread: on the median pair, and for most pairs
+    crossed, banks = (np.median([p[k] for p in r["pairs"]]) for k in ("mdd_iqm", "mdd_iqm_banks"))
+    assert crossed > banks and crossed > 0.05  # the IQM: the board's measure, past the 0.05 the track was sized for
+    assert r["mdd_iqm_max"] == max(p["mdd_iqm"] for p in r["pairs"])
     y = r["yardstick"]
-    assert y["spread"] == spreads[len(spreads) // 2] and r["mdd"] == y["mdd"] == pytest.approx(mdd(y["se_crossed"]))
-    # the issue's target, in the track reading the board's CI claims (banks resampled, the track's episodes kept):
-    # the sized track detects about 0.05 normalised; resampling the TEST variations too (family reading) it cannot
-    assert y["mdd_banks"] <= 0.06 and y["mdd_banks"] < y["mdd"]
-    assert y["mdd_track_at_recommended"] == pytest.approx(y["mdd_banks"], abs=0.02)  # components agree
+    spreads = sorted(p["spread"] for p in r["pairs"] if p["spread"] > 0)
+    assert y["spread"] == spreads[len(spreads) // 2]
 
 
-def test_mdd_shrinks_as_banks_and_episodes_grow(scienceworld: dict) -> None:
-    table = scienceworld["sizing"]["table"]
+def test_the_sizing_bootstrap_at_the_tracks_own_banks_is_the_pairs_mdd(records: dict) -> None:
+    r = records["scienceworld"]
+    table = r["sizing"]["table"]
+    own = next(t for t in table if t["banks"] == 40 and "mdd_bootstrap" in t)
+    assert own["mdd_bootstrap"] == pytest.approx(r["yardstick"]["mdd_mean"])
+    for key in ("mdd_bootstrap", "mdd_iqm_bootstrap"):
+        boot = [t[key] for t in table if key in t]
+        assert len(boot) == 8 and boot == sorted(boot, reverse=True)
     for key in ("mdd", "mdd_track"):
-        for e in (8, 20):
-            by_banks = [t[key] for t in table if t["episodes_per_region"] == e and t["families"] == 4]
-            assert by_banks == sorted(by_banks, reverse=True) and by_banks[0] > by_banks[-1]
-        for b in (10, 20, 40):
-            by_episodes = [t[key] for t in table if t["banks"] == b and t["families"] == 4]
-            assert by_episodes[0] > by_episodes[1]
+        by_banks = [t[key] for t in table if t["episodes_per_region"] == 20 and t["families"] == 4]
+        assert by_banks == sorted(by_banks, reverse=True) and by_banks[0] > by_banks[-1]
         assert all(t[key] > u[key] for t in table for u in table
                    if (t["banks"], t["episodes_per_region"]) == (u["banks"], u["episodes_per_region"])
                    and t["families"] < u["families"])
-    boot = [t["mdd_bootstrap"] for t in table if "mdd_bootstrap" in t]
-    assert len(boot) == 3 and boot == sorted(boot, reverse=True)
-    assert boot[-1] == pytest.approx(scienceworld["mdd"])  # the bootstrap at the track's own 40 banks is its MDD
 
 
 def test_crossed_variations_set_a_floor_that_banks_cannot_lower() -> None:
@@ -88,21 +91,24 @@ def test_crossed_variations_set_a_floor_that_banks_cannot_lower() -> None:
     assert family[0] == pytest.approx(family[-1]) == pytest.approx(np.sqrt(c["variation"] / 5))
     # the same five variations are the whole track: played by every bank, they leave no doubt about it
     assert predicted_se({"f": c}, {"f": 5}, 3, 5, 1, population="track") == pytest.approx(0.0, abs=1e-8)
-    # the nested bootstrap resamples episodes as if each bank's were its own; both see the variation spread here
-    assert bootstrap_se({"f": m}, 2000, 0) > 0.0
+    # the crossed bootstrap sees the variation spread; banks alone see none
+    d, zero = Strata((m,), (np.ones_like(m),)), Strata((np.zeros_like(m),), (np.ones_like(m),))
+    assert paired_se(d, zero, mean_difference) > 0.1 and paired_se(d.matrix(), zero.matrix(), mean_difference) < 1e-12
 
 
 def test_deterministic_under_a_seed() -> None:
     data = load_track_data("alfworld-gen", RESULTS)
-    cells = paired_cells(data.rows[0][1], data.rows[1][1], data.denominators)
-    assert bootstrap_se(cells, 1000, 7) == bootstrap_se(cells, 1000, 7)
-    assert bootstrap_se(cells, 1000, 7) != bootstrap_se(cells, 1000, 8)
+    x, y = (data.cells[n] for n in list(data.cells)[:2])
+    assert paired_se(x, y, reps=1000, seed=7) == paired_se(x, y, reps=1000, seed=7)
+    assert paired_se(x, y, reps=1000, seed=7) != paired_se(x, y, reps=1000, seed=8)
+    assert paired_se(x, x, reps=1000, seed=7) == 0.0
+    assert mdd(0.1) == pytest.approx(0.280158, abs=1e-6)
 
 
-def test_every_shipped_track_has_a_record() -> None:
-    for track in ("alfworld-gen", "miniwob"):
-        r = track_mdd(track, RESULTS, FAST)
-        assert r["mdd"] > 0 and not set(r["flagged"]) & set(r["families"])
+def test_every_shipped_track_has_a_record(records: dict) -> None:
+    for track in DOC_TRACKS:
+        r = records[track]
+        assert r["mdd_iqm_median"] > 0 and not set(r["flagged"]) & set(r["families"])
         # miniwob keeps a flat family the board leaves out; alfworld-gen (protocol 3) holds its 4 non-flat ones only
         assert bool(r["flagged"]) == (track == "miniwob")
 
@@ -110,10 +116,14 @@ def test_every_shipped_track_has_a_record() -> None:
 def test_errors_name_the_field(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="`reps` >= 100"):
         TrackPowerConfig(reps=10)
+    with pytest.raises(ConfigError, match="`write_docs` writes the docs' tables at the default settings"):
+        TrackPowerConfig(reps=500, write_docs=True)
     with pytest.raises(ConfigError, match="no track 'nope'"):
-        track_mdd("nope", RESULTS, FAST)
+        run(["nope"], RESULTS, TrackPowerConfig(reps=100), progress=False)
     with pytest.raises(ConfigError, match=r"no built-in \['empty', 'oracle'\] row"):
-        track_mdd("scienceworld", tmp_path, FAST)
+        run(["scienceworld"], tmp_path, TrackPowerConfig(reps=100), progress=False)
+    with pytest.raises(ConfigError, match="drop --results"):
+        run(["alfworld-gen"], RESULTS, TrackPowerConfig(write_docs=True), progress=False)
 
 
 def test_power_track_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -123,6 +133,6 @@ def test_power_track_command(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["power", "--track", "alfworld-gen", "--reps", "500", "--design-banks", "3", "10", "--quiet",
                  "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "MDD at 80% power" in text and "| banks | episodes/region |" in text
+    assert "IQM MDD at 80% power" in text and "| banks | episodes/region |" in text
     record = json.loads(out.read_text())["tracks"]["alfworld-gen"]
-    assert record["regions"] == 60 and record["config"]["reps"] == 500 and record["mdd"] > 0
+    assert record["regions"] == 60 and record["config"]["reps"] == 500 and record["mdd_iqm_median"] > 0

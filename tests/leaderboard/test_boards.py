@@ -100,7 +100,7 @@ def test_the_rendered_page_shows_tables_plot_and_families_in_chromium(results_di
     readme, page_path = render(results_dir, tmp_path)
     text = readme.read_text()
     assert "intro" in text and "after" in text and "old" not in text
-    assert "### Track `tiny`" in text and ("| 1 | " in text or "| 1= | " in text) and "oracle" in text  # 1=: tied
+    assert "### Track `tiny`" in text and ("| 1 | " in text or "| 1-" in text) and "oracle" in text  # 1-3: not separated
     check_chromium()
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=DEFAULT_CHROMIUM, headless=True, args=["--no-sandbox"])
