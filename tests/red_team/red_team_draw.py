@@ -3,15 +3,17 @@ the ``scienceworld`` track's 4 held-out families, acquired by verify's own funct
 ScienceWorld), with the oracle's banks on it (the reference a verified contender is judged against), computed once
 per session.
 
-It is what a verification of one bank is, cut to what an attack needs: few TEST and gold variations, one bank,
-one evaluation cache that every stage shares (the oracle's run plays the before side of each region once). Its
-bank seed is fixed, far from every shipped pool's seeds (verify draws one from the OS's entropy; a test must be
-reproducible), and its episode secret is fixed for the same reason. ``FreshDraw.seconds`` holds its cost.
+It is what a verification of one bank is, cut to what an attack needs: one bank, few TEST and gold variations,
+fewer evaluation episodes per region than the track's (an attack's verdict is read from its banks, not its score;
+the score still comes from real episodes), and one evaluation cache that every stage shares (the oracle's run
+plays the before side of each region once). Its bank seed is fixed, far from every shipped pool's seeds (verify
+draws one from the OS's entropy; a test must be reproducible), and so are its TEST variations and its episode
+secret. ``FreshDraw.seconds`` holds its cost.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,8 @@ from dreamer_gym.leaderboard.verify import (
 
 FRESH_SEED = SEED_LOW + 7_919  # a verify-range seed: far from the shipped pools' 0-5, 100-102 and 300-339
 EVAL_VARIATIONS = 3  # TEST variations per family: every region is scored on up to 3 distinct episodes of its own
-GOLD_VARIATIONS = 5  # TRAIN gold paths per family: what the oracle's facts are mined from
+GOLD_VARIATIONS = 5  # TRAIN gold paths per family: what the oracle's facts are mined from (its animal lists)
+EPISODES = {"eval_in_family": 5, "eval_other": 2}  # per region (the track plays 20 and 4)
 EPISODE_SECRET = "red-team-fixture"
 
 
@@ -54,7 +57,7 @@ def make_fresh_draw(work: Path) -> FreshDraw:
     pool, pool_hash, _ = acquire_pool(shipped, [FRESH_SEED], work / "pool.json.gz", test_variations=fixed_test_variations(),
                                       gold_variations=GOLD_VARIATIONS)
     seconds["acquire_s"] = round(time.perf_counter() - clock, 1)
-    track = verification_track(shipped, pool, pool_hash, banks=1)
+    track = replace(verification_track(shipped, pool, pool_hash, banks=1), **EPISODES)
     draw = FreshDraw(track, [], work, seconds=seconds)
     clock = time.perf_counter()
     draw.references = reference_banks(track, episode_secret=EPISODE_SECRET, **draw.free)

@@ -6,13 +6,15 @@ honest committed row is. Each test fails if its attack is accepted unflagged.
 * the re-scored tier: the paraphrase of the committed ``oracle.json`` passes every data check and needs review;
 * the verified tier: the attack typed into a module file, run by verify's own functions in the real bubblewrap
   sandbox on the shared fresh draw (tests/red_team/conftest.py), checked and re-scored there, and validated as a
-  re-scored submission of that draw: needs review, in the regions the oracle's abstractions are not the region's;
+  re-scored submission of that draw: needs review, in the regions the oracle's abstractions are not the region's
+  (a partial paraphrase, 2 regions beside dedupe's, is judged in the re-scored tier: its verdict needs no run);
 * a recorded review, and only one of that submission, decides a flagged row.
 """
 from __future__ import annotations
 
 import copy
 import json
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,9 @@ DOCS = ROOT / "docs" / "leaderboard.md"
 TRACKS = ("scienceworld", "alfworld-gen", "miniwob")
 # the partial attack's families: the oracle's longest then shortest lived animals, and its longest lived ones
 PARTIAL = ("lifespan-longest-lived-then-shortest-lived", "lifespan-longest-lived")
+# where the oracle's abstractions (its animal lists) are not the region's own: the only families a paraphrase is
+# flagged in (identify-life-stages-1's oracle steps are steps its regions' episodes take)
+LIFESPAN = {"lifespan-longest-lived", "lifespan-shortest-lived", "lifespan-longest-lived-then-shortest-lived"}
 
 
 def committed(name: str) -> dict[str, Any]:
@@ -145,8 +150,7 @@ def test_the_paraphrase_of_the_committed_oracle_passes_the_rescored_checks_and_n
         check_data(attack, references=[oracle])  # passes: the copy check is lexical
         review = reported_columns(attack, track, [oracle])["review"]
         assert review["needs_review"], review["reason"]
-        assert {r["family"] for r in review["regions"]} <= {"lifespan-longest-lived", "lifespan-shortest-lived",
-                                                            "lifespan-longest-lived-then-shortest-lived"}
+        assert {r["family"] for r in review["regions"]} <= LIFESPAN
         assert "read like reference 'oracle'" in review["reason"]
 
 
@@ -156,54 +160,45 @@ def attack_code(fresh_draw: FreshDraw, tmp_path_factory: pytest.TempPathFactory)
     folder = tmp_path_factory.mktemp("typed-in")
     texts = paraphrased_texts(fresh_draw.references[0])
     assert set(texts) == set(fresh_draw.track.families)
-    write_attack(folder, texts, PARTIAL)
+    write_attack(folder, texts)
     return folder
-
-
-def verified(fresh_draw: FreshDraw, code: Path, consolidator: str, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``consolidator`` run in the bubblewrap sandbox on the fresh draw, checked and re-scored as verify does:
-    its submission and its verified results record."""
-    free = fresh_draw.free
-    data = run_sandboxed(fresh_draw.track, consolidator, Sandbox(code=(code,)), kind="contender", name=name,
-                         episode_secret=fresh_draw.episode_secret, **free)
-    verification = {"bank_seeds": [FRESH_SEED], "pool_hash": fresh_draw.track.pool_hash, "sandbox": "bubblewrap",
-                    "oracle_score": fresh_draw.references[0]["tracks"][0]["claimed"]["score"]}
-    record = verified_record(fresh_draw.track, data, fresh_draw.references, verification,
-                             episode_secret=fresh_draw.episode_secret, **free)
-    return data, record
 
 
 def test_the_typed_in_paraphrase_needs_review_in_the_verified_and_the_rescored_tier(
         fresh_draw: FreshDraw, attack_code: Path) -> None:
-    data, record = verified(fresh_draw, attack_code, "typed_in_attack:Paraphrase", "typed-in-paraphrase")
+    """The attack run as verify runs a consolidator (its self-tested sandbox, the real env and withholding service
+    out here), its record built by verify's last stage against the oracle of this draw."""
+    free, seconds = fresh_draw.free, {}
+    clock = time.perf_counter()
+    data = run_sandboxed(fresh_draw.track, "typed_in_attack:Paraphrase", Sandbox(code=(attack_code,)),
+                         kind="contender", name="typed-in-paraphrase", episode_secret=fresh_draw.episode_secret, **free)
+    seconds["sandboxed_run_s"] = round(time.perf_counter() - clock, 1)
+    oracle_score = fresh_draw.references[0]["tracks"][0]["claimed"]["score"]
+    verification = {"bank_seeds": [FRESH_SEED], "pool_hash": fresh_draw.track.pool_hash, "sandbox": "bubblewrap",
+                    "oracle_score": oracle_score}
+    clock = time.perf_counter()
+    record = verified_record(fresh_draw.track, data, fresh_draw.references, verification,
+                             episode_secret=fresh_draw.episode_secret, **free)
+    seconds["verified_record_s"] = round(time.perf_counter() - clock, 1)
     assert record["tier"] == "verified"
-    # both columns, against the oracle of this draw
+    # both columns, against the oracle and the pool of this draw
     assert record["reader_similarity"]["references"] == ["oracle"] and record["reader_similarity"]["mean"] >= 0.9
     assert record["grounding"]["share"] is not None
     review = record["review"]
     assert review["needs_review"], review
-    assert {r["family"] for r in review["regions"]} & set(PARTIAL), review["regions"]
-    oracle_score = fresh_draw.references[0]["tracks"][0]["claimed"]["score"]
-    print(f"typed-in paraphrase, verified on bank seed {FRESH_SEED}: score {record['summary']['score']:+.4f} "
-          f"(oracle {oracle_score:+.4f}); reader similarity {record['reader_similarity']['mean']:.2f}, grounding "
-          f"{record['grounding']['share']:.2f}; {review['reason']}; fixture {fresh_draw.seconds}")
+    assert {r["family"] for r in review["regions"]} <= LIFESPAN, review["regions"]
     # the same submission in the re-scored tier of this draw: validated (checks, re-score on the same episodes,
     # served by the draw's evaluation cache), the fresh oracle as its reference
+    clock = time.perf_counter()
     [rescored] = validate(data, extra_tracks={fresh_draw.track.name: fresh_draw.track},
                           references=fresh_draw.references, progress=False,
-                          episode_secret=fresh_draw.episode_secret, **fresh_draw.free)
+                          episode_secret=fresh_draw.episode_secret, **free)
+    seconds["validate_s"] = round(time.perf_counter() - clock, 1)
     assert rescored["tier"] == "re-scored" and rescored["review"]["needs_review"], rescored["review"]
     assert rescored["review"]["regions"] == review["regions"]
-
-
-def test_a_partial_paraphrase_beside_dedupe_is_flagged_in_its_own_regions_only(
-        fresh_draw: FreshDraw, attack_code: Path) -> None:
-    _, record = verified(fresh_draw, attack_code, "typed_in_attack:PartialParaphrase", "typed-in-partial")
-    review = record["review"]
-    assert review["needs_review"], review
-    families = {r["family"] for r in review["regions"]}
-    assert families and families <= set(PARTIAL), review["regions"]  # dedupe's regions (the control) are clear
-    print(f"partial paraphrase ({', '.join(PARTIAL)}): score {record['summary']['score']:+.4f}; {review['reason']}")
+    print(f"typed-in paraphrase on bank seed {FRESH_SEED}: verified score {record['summary']['score']:+.4f} (oracle "
+          f"{oracle_score:+.4f}); reader similarity {record['reader_similarity']['mean']:.2f}, grounding "
+          f"{record['grounding']['share']:.2f}; {review['reason']}; fixture {fresh_draw.seconds}, this test {seconds}")
 
 
 # --- recorded reviews -----------------------------------------------------------------------------------------

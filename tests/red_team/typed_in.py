@@ -6,6 +6,7 @@ tests/red_team/test_review.py (the needs-review rule, both tiers).
 """
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,13 +19,18 @@ _CONNECTIVES = ("Begin with", "Afterwards", "Subsequently", "Once that is done",
 
 
 def paraphrase_text(text: str) -> str:
-    """The same steps, slots and listed facts in other words: what the reader takes stays, the wording goes."""
+    """The same steps, slots and listed facts in other words: what the reader takes stays, the wording goes.
+    A list keeps the name of what it lists ("... animal with longest life span: brown bear, ..."): that is how the
+    reader fills the step's ``<slot>`` from it, so the paraphrase plays like the original."""
     steps = extract_actions(text)
-    facts = [f for f in fact_items([text]) if " @ " not in f]
     lines = ["Aim \u2014 get this family of tasks right, as the bank's best episodes did."]
     lines += [f"{_CONNECTIVES[i % len(_CONNECTIVES)]} {step}." for i, step in enumerate(steps)]
-    if facts:
-        lines.append("Good candidates for it: " + ", ".join(facts) + ".")
+    for sentence in re.split(r"\.\s+|\.$", text):
+        head, colon, listed = sentence.partition(":")
+        items = [i for i in fact_items([f"{head}:{listed}"]) if " @ " not in i] if colon else []
+        if items and not extract_actions(listed):
+            named = re.sub(r"^(?:examples of )?(?:an? |the )?", "", head.strip().lower())
+            lines.append(f"Good candidates, {named}: " + ", ".join(items) + ".")
     return " ".join(lines)
 
 
@@ -52,10 +58,8 @@ def paraphrased_texts(reference: dict[str, Any]) -> dict[str, list[tuple[str, st
 _MODULE = '''
 """A consolidator with the held-out families' reference procedures typed into its source, paraphrased."""
 from dreamer_gym.consolidators.base import call
-from dreamer_gym.consolidators.fixed import DedupeConsolidator
 
 TEXTS = {texts!r}
-PARTIAL = {partial!r}
 
 
 def anchor(info):
@@ -73,28 +77,14 @@ class Paraphrase:
                 yield call("emit", kind=kind, text=text, provenance=anchor(info))
         yield call("commit")
 
-
-class PartialParaphrase(DedupeConsolidator):
-    """Dedupe everywhere; in PARTIAL's families, the typed-in entries beside what dedupe keeps."""
-
-    def actions(self, env, obs, info):
-        honest = super().actions(env, obs, info)
-        keep = next(honest)
-        yield keep
-        if info["family"] in PARTIAL and info["region"]:
-            for kind, text in TEXTS.get(info["family"], ()):
-                yield call("emit", kind=kind, text=text, provenance=anchor(info))
-        yield call("commit")
 '''
 
 
-def write_attack(folder: Path, texts: Mapping[str, Sequence[tuple[str, str]]], partial: Sequence[str] = (),
-                 module: str = "typed_in_attack") -> str:
-    """Write the attacker's module into ``folder``; returns its ``module`` name (``module:Paraphrase`` and
-    ``module:PartialParaphrase`` are the consolidators)."""
+def write_attack(folder: Path, texts: Mapping[str, Sequence[tuple[str, str]]], module: str = "typed_in_attack") -> str:
+    """Write the attacker's module into ``folder``; returns its ``module`` name (``module:Paraphrase`` is the
+    consolidator)."""
     folder.mkdir(parents=True, exist_ok=True)
-    source = textwrap.dedent(_MODULE).format(texts={k: [list(t) for t in v] for k, v in texts.items()},
-                                             partial=tuple(partial))
+    source = textwrap.dedent(_MODULE).format(texts={k: [list(t) for t in v] for k, v in texts.items()})
     (folder / f"{module}.py").write_text(source)
     folder.chmod(0o755)  # the sandbox's own uid reads what any user may (pytest makes its folders 0700)
     (folder / f"{module}.py").chmod(0o644)
