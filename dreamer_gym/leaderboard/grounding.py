@@ -174,8 +174,9 @@ def ground_region(emitted: Sequence[dict[str, Any]], trajectories: dict[str, Tra
 def held_claims(emitted: Sequence[dict[str, Any]], trajectories: dict[str, Trajectory], reads: Any,
                 memo: dict[str, EntryGrounding] | None = None) -> dict[str, bool]:
     """One region's steps, forbidden steps and facts, keyed as the reader-level similarity keys them, each with
-    whether the trajectories cited by some entry that makes it hold it (a claim two entries make is held when
-    either's evidence holds it: the region's trajectories show it)."""
+    whether the trajectories cited by some entry that makes it show it (:class:`EntryGrounding` ``checked``; a
+    claim two entries make is shown when either's evidence shows it: the region's trajectories do). What the
+    needs-review rule (leaderboard/review.py) compares with a reference's claims."""
     out: dict[str, bool] = {}
     for entry in ground_region(emitted, trajectories, reads, memo):
         for key, ok in entry.checked:

@@ -1,11 +1,11 @@
-"""Needs review: a row whose banks read like a reference where its own evidence does not hold them is shown and
+"""Needs review: a row whose banks read like a reference where its own evidence does not show them is shown and
 never ranked until a recorded review clears it.
 
 Whatever is public is assumed known to a submitter, including what they can type into their own code: a
 consolidator that holds the held-out families' reference procedures, paraphrased, passes the lexical copy check
 (:data:`~dreamer_gym.leaderboard.validate.NEAR_COPY`) and scores like the oracle. What it cannot fake is where its
 text came from: it cites real trajectories of the region, but its steps and facts are the oracle's abstractions
-of TRAIN gold paths, which the cited trajectories often do not hold. So each region is judged on two numbers
+of TRAIN gold paths, which the cited trajectories often do not show. So each region is judged on two numbers
 (:class:`RegionCheck`), read by the track's suite reader as the board's columns are
 (:mod:`~dreamer_gym.leaderboard.similarity`, :mod:`~dreamer_gym.leaderboard.grounding`):
 
@@ -18,12 +18,12 @@ of TRAIN gold paths, which the cited trajectories often do not hold. So each reg
   well-grounded kept entries do not lift it either.
 
 A region is flagged when ``read >= SIMILAR_FROM``, ``grounded < GROUNDED_BELOW`` and at least ``MIN_UNHELD`` shared
-claims are not shown; a row with any flagged region
-needs review, in both tiers (:func:`judge`, stored by ``validate``/``verify`` as ``record["review"]``). Reference
+claims are not shown; a row with any flagged region needs review, in both tiers (:func:`judge`, stored by ``validate``/``verify`` as ``record["review"]``). Reference
 rows are not judged. Only a review recorded in the repository (``leaderboards/reviews/<track>/<results file
 stem>.yaml``, :class:`Review`) decides such a row: ``cleared`` ranks it, ``rejected`` keeps it unranked with the
 reviewer's reason; a review of another submission (its sha256) decides nothing (:func:`needs_review`). The two
-thresholds and their margins on every committed row are in docs/leaderboard.md ("Needs review").
+thresholds and their margins on every committed row are in docs/leaderboard.md ("Needs review"); the board
+shows the verdict with :func:`needs_review`.
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 @dataclass(frozen=True)
 class RegionCheck:
     """One region against one reference's region: of the reference's ``claims``, how many the region makes too
-    (``shared``) and how many of those the trajectories cited by the entries making them do not hold
+    (``shared``) and how many of those the trajectories cited by the entries making them do not show
     (``unheld``)."""
 
     region: int
@@ -75,7 +75,7 @@ class RegionCheck:
 
     @property
     def grounded(self) -> float:
-        """The share of the shared claims its evidence holds (1 where it shares none)."""
+        """The share of the shared claims its evidence shows (1 where it shares none)."""
         return 1.0 - self.unheld / self.shared if self.shared else 1.0
 
     @property
