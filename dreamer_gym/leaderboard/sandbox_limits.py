@@ -27,11 +27,11 @@ from typing import Any
 
 from dreamer_gym.errors import ConfigError
 
-# The bundled 135M prompted consolidator peaks at ~0.9 GB resident in the sandbox (docs/leaderboard.md, "The
-# sandbox"): 4 GiB leaves room for a model several times its size and for a loaded machine's slack.
+# The bundled 135M prompted consolidator peaked at 1,349-1,397 MiB resident in the sandbox, its data segment at
+# 1.3-1.5 GiB (docs/leaderboard.md, "The sandbox"): 4 GiB is 2.9x that, room for a somewhat larger local model.
 DEFAULT_MEMORY_MB = 4096
-# A converted 135M model is 517 MB; a consolidator that converts it into /tmp (no converted copy in the cache)
-# still fits. /tmp is RAM, so this adds to the memory limit.
+# A converted 135M model is 517 MB; a consolidator that converts it into /tmp (no readable converted copy in the
+# cache) still fits. /tmp is RAM, so this adds to the memory limit.
 DEFAULT_TMP_MB = 1024
 # Tasks of the sandbox's uid, threads included (torch starts one per core, tokenizers its own pool).
 DEFAULT_PROCESSES = 512

@@ -348,3 +348,26 @@ def test_the_default_time_limit_is_sized_from_the_track() -> None:
     per_region = 40 * TIMEOUT_PER_CALL_S + 24 * TIMEOUT_PER_EPISODE_S
     assert default_timeout(track) == TIMEOUT_START_S + 160 * per_region
     assert default_timeout(small_track()) < default_timeout(track)
+
+
+def test_a_declared_model_is_shown_at_its_path_and_one_only_its_owner_may_read_is_refused() -> None:
+    """Model files are bound one by one, so the folder around them may be private (0700); the child, under a uid
+    of its own, reads what any user may, and a file only its owner may read is refused with the fix."""
+    import subprocess
+
+    folder = Path(tempfile.mkdtemp(prefix="dreamer-gym-model-", dir="/var/tmp"))  # 0700
+    try:
+        weights = folder / "weights.bin"
+        weights.write_bytes(b"weights")
+        weights.chmod(0o644)
+        sandbox = Sandbox(models=(folder,))
+        done = subprocess.run(sandbox.command([sys.executable, "-c", f"print(open({str(weights)!r}).read())"]),
+                              capture_output=True, text=True, timeout=120)
+        assert done.stdout.strip() == "weights", done.stderr
+        if sandbox.uid() is not None:
+            weights.chmod(0o600)
+            with pytest.raises(ConfigError, match=f"'{weights}' is not readable by the sandbox's own uid .*chmod -R "
+                                                  f"o\\+rX {weights}"):
+                Sandbox(models=(folder,)).command(["true"])
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
