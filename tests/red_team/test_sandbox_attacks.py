@@ -148,6 +148,14 @@ class FillsTmp(DedupeConsolidator):
         yield
 
 
+class Stalls(DedupeConsolidator):
+    """Hold the board's machine without end (the CLI had no --timeout; an hour by default)."""
+
+    def actions(self, env, obs, info):
+        time.sleep(600)
+        yield from super().actions(env, obs, info)
+
+
 class StartsThreads(DedupeConsolidator):
     """Start threads (tasks, like processes) without end."""
 
@@ -252,6 +260,13 @@ def test_a_resource_hog_is_stopped_with_its_reason_and_leaves_nothing(code: Path
     with pytest.raises(SandboxViolation, match=said):
         run_sandboxed(small_track(), f"attacks:{attack}", sandbox, kind="contender")
     assert nothing_left_of(sandbox) == []  # every process killed, so the tmpfs went with its namespace
+
+
+def test_a_consolidator_past_its_time_is_stopped_and_leaves_nothing(code: Path) -> None:
+    sandbox = Sandbox(code=(code,))
+    with pytest.raises(SandboxViolation, match=r"ran past its time in the sandbox \(5 s, `--timeout`\) and was stopped"):
+        run_sandboxed(small_track(), "attacks:Stalls", sandbox, kind="contender", timeout_s=5)
+    assert nothing_left_of(sandbox) == []
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the task cap needs a uid of the child's own: the board runs as root")
