@@ -32,6 +32,7 @@ import tempfile
 import time
 import weakref
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -53,6 +54,7 @@ from dreamer_gym.leaderboard.sandbox_paths import (
     covers,
     package_root,
     unreadable,
+    within,
 )
 from dreamer_gym.leaderboard.submission import SubmissionError
 
@@ -237,34 +239,26 @@ def parents(paths: Sequence[Path]) -> list[str]:
     return [arg for p in out for arg in (*(("--perms", "1777") if p.is_relative_to("/tmp") else ()), "--dir", str(p))]
 
 
-class planted_canary:  # noqa: N801 - a context manager, read like a function
+@contextmanager
+def planted_canary(roots: Sequence[Path]) -> Iterator[Path]:
     """A copy of package data in a fresh folder outside ``roots`` and outside ``/tmp``, readable by any user (so
     only the allow-list can keep it out); removed on exit."""
-
-    def __init__(self, roots: Sequence[Path]) -> None:
-        self.roots = roots
-        self.folder: Path | None = None
-
-    def __enter__(self) -> Path:
-        data = package_root() / "data"
-        source = next((p for p in sorted(data.rglob("*")) if p.is_file()), None) if data.is_dir() else None
-        for place in CANARY_PLACES:
-            base = Path(place).resolve()
-            if base.is_dir() and os.access(base, os.W_OK) and not any(base.is_relative_to(r) for r in self.roots):
-                self.folder = Path(tempfile.mkdtemp(prefix="dreamer-gym-canary-", dir=base))
-                break
-        else:
-            raise SandboxUnavailable(f"the sandbox's self-test found no writable folder outside the allow-list for "
-                                     f"its canary (tried {', '.join(CANARY_PLACES)}); verify never runs unchecked")
-        self.folder.chmod(0o755)
-        canary = self.folder / (source.name if source else "canary.txt")
+    data = package_root() / "data"
+    source = next((p for p in sorted(data.rglob("*")) if p.is_file()), None) if data.is_dir() else None
+    bases = [Path(place).resolve() for place in CANARY_PLACES]
+    base = next((b for b in bases if b.is_dir() and os.access(b, os.W_OK) and not within(b, roots)), None)
+    if base is None:
+        raise SandboxUnavailable(f"the sandbox's self-test found no writable folder outside the allow-list for its "
+                                 f"canary (tried {', '.join(CANARY_PLACES)}); verify never runs unchecked")
+    folder = Path(tempfile.mkdtemp(prefix="dreamer-gym-canary-", dir=base))
+    try:
+        folder.chmod(0o755)
+        canary = folder / (source.name if source else "canary.txt")
         canary.write_bytes(source.read_bytes() if source else secrets.token_bytes(64))
         canary.chmod(0o644)
-        return canary
-
-    def __exit__(self, *exc: object) -> None:
-        if self.folder is not None:
-            shutil.rmtree(self.folder, ignore_errors=True)
+        yield canary
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class Channel:
