@@ -219,6 +219,8 @@ class Sandbox:
             leaks = list(report["leaks"])
         except (IndexError, ValueError, KeyError, TypeError):
             reason = (done.stdout + done.stderr).strip().splitlines()[-1:] or [f"exit {done.returncode}"]
+            if "Unknown option" in reason[0]:  # --size on a tmpfs (the /tmp limit) came with bubblewrap 0.8.0
+                reason[0] += " (the sandbox needs bubblewrap 0.8.0 or newer: `bwrap --version`)"
             raise SandboxUnavailable(f"the verify sandbox failed its self-test: {reason[0]}; verify never runs a "
                                      "consolidator unsandboxed") from None
         leaks += [f"the board's environment is readable ({CANARY_VARIABLE} in what the child sees)"
