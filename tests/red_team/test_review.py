@@ -27,7 +27,6 @@ from dreamer_gym.leaderboard.grounding import public_trajectories
 from dreamer_gym.leaderboard.review import (
     GROUNDED_BELOW,
     SIMILAR_FROM,
-    Review,
     load_reviews,
     needs_review,
     region_checks,
