@@ -10,7 +10,7 @@ CIs of every pair allow it (``ranking.py``).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ import yaml
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.leaderboard.aggregate import Normaliser, aggregate_rows, best_fixed, region_scores, reward_matrix, score_ci
 from dreamer_gym.leaderboard.ranking import Comparison, identical_groups, rank_label, rank_rows
+from dreamer_gym.leaderboard.review import Review, ReviewStatus, load_reviews, needs_review
 from dreamer_gym.leaderboard.rows import ANCHORS, FIXED_RULES, slug
 from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION, load_track
 from dreamer_gym.stats import Strata, draw_mdd, iqm, mean
@@ -57,11 +58,13 @@ class Row:
     cells: Strata | None = None  # the same per episode (banks x TEST variations a family): what the bootstrap draws
     rank: str = "-"
     rank_interval: tuple[int, int] | None = None  # the ranks the paired CIs allow (ranked rows)
+    review: ReviewStatus | None = None  # the needs-review verdict with any recorded review (leaderboard/review.py)
 
     @property
     def ranked(self) -> bool:
         greedy = self.llm is None or self.llm.get("decoding") == "greedy"
-        return self.kind != "reference" and not self.stale and self.eligible and greedy
+        reviewed = self.review is None or self.review.ranked
+        return self.kind != "reference" and not self.stale and self.eligible and greedy and reviewed
 
     @property
     def note(self) -> str:
@@ -76,7 +79,17 @@ class Row:
             notes.append(f"{self.llm['model']} on {self.llm['backend']}, {self.llm['decoding']}")
         if len(self.submitters) > 1:
             notes.append(f"same banks from {len(self.submitters)} submitters: " + ", ".join(self.submitters))
+        if self.review is not None and self.review.state not in ("clear", "reference"):
+            notes.append(review_note(self.review))
         return "; ".join(notes)
+
+
+def review_note(status: ReviewStatus) -> str:
+    """A row's review state in words: the state, the flagged regions (bank/family) and the reason."""
+    where = ", ".join(f"{r['family']} bank {r['bank']}" for r in status.regions[:4])
+    more = f" and {len(status.regions) - 4} more" if len(status.regions) > 4 else ""
+    regions = f" ({len(status.regions)} regions: {where}{more})" if status.regions else ""
+    return f"{status.state}{regions}: {status.reason}"
 
 
 @dataclass
@@ -91,6 +104,7 @@ class VerifiedRun:
     agrees: bool | None  # not below the re-scored row's score by more than the draw's MDD; None without a row
     rescored: float | None = None  # the re-scored row's track score
     mdd: float | None = None  # the draw's MDD (track score units) for a verification of this many fresh banks
+    review: ReviewStatus | None = None  # its own needs-review verdict, against the draw's oracle
 
 
 @dataclass
@@ -114,9 +128,18 @@ def load_results(results_dir: Path) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def build_board(track: str, all_results: Sequence[dict[str, Any]]) -> Board:
+def board_reviews(results_dir: Path) -> dict[str, Review]:
+    """The recorded reviews beside a results folder (``reviews/`` next to ``results/``; none where it is missing)."""
+    folder = Path(results_dir).parent / "reviews"
+    return load_reviews(folder) if folder.is_dir() else {}
+
+
+def build_board(track: str, all_results: Sequence[dict[str, Any]],
+                reviews: Mapping[str, Review] | None = None) -> Board:
     """One track's rows (re-scored records, ranked and listed apart; identical banks merged), their rank intervals
-    and neighbouring comparisons, and the verified runs."""
+    and neighbouring comparisons, and the verified runs. ``reviews``: the recorded reviews (``review.load_reviews``
+    of leaderboards/reviews/); a row that needs review is ranked only once one of them clears it, in either tier."""
+    reviews = reviews or {}
     results = [r for r in all_results if r["tier"] == "re-scored"]
     current = [r for r in results if r["protocol_version"] == PROTOCOL_VERSION]
     # the normalising rows and the fixed baselines are built-in rows only: `builtin` is written by validate when
@@ -132,7 +155,7 @@ def build_board(track: str, all_results: Sequence[dict[str, Any]]) -> Board:
             cells[r["consolidator"]["name"]] = normaliser.cells(r)
     fixed = [r["consolidator"]["name"] for r in current if r.get("builtin") in FIXED_RULES]
     baseline = best_fixed(cells, fixed)
-    made = {id(r): _row(track, r) for r in results}
+    made = {id(r): _row(track, r, reviews) for r in results}
     base = cells.get(baseline) if baseline is not None else None
     aggregates, replicates = aggregate_rows({n: c for n, c in cells.items()}, base)
     rows, rewards = [], {}
@@ -170,10 +193,13 @@ def build_board(track: str, all_results: Sequence[dict[str, Any]]) -> Board:
         # this many banks can show (its MDD, from the row's own spread over banks) says the row does not reproduce
         threshold = draw_mdd(rewards[row.name], len(seeds)) if row is not None else None
         agrees = None if threshold is None or row is None else bool(score >= row.score - threshold)
+        status = needs_review(r, reviews)
         run = VerifiedRun(name, score, float(r["summary"]["tokens_after"]), seeds, r["verification"]["pool_hash"],
-                          agrees, None if row is None else row.score, threshold)
+                          agrees, None if row is None else row.score, threshold, status)
         verified.append(run)
-        if row is not None and agrees:
+        if row is not None and not status.ranked and status.state != "reference":
+            row.review = status  # flagged on its fresh draw: the re-scored row waits for review too
+        if row is not None and agrees and status.ranked:
             row.verified = {"seeds": run.seeds, "score": score}
     families = tuple(sorted({f for r in rows for f in r.per_family}))
     return Board(track, rows, sorted(verified, key=lambda v: v.name), families,
@@ -205,7 +231,7 @@ def archive_rows(archive_dir: Path) -> tuple[list[str], list[list[str]]]:
     return ARCHIVE_HEADER, cells
 
 
-def _row(track: str, r: dict[str, Any]) -> Row:
+def _row(track: str, r: dict[str, Any], reviews: Mapping[str, Review]) -> Row:
     """A results file's row before aggregates: its scores, its CI and what stands behind it."""
     scores = list(region_scores(r).values())
     trained = set(r["consolidator"]["trained_on"])
@@ -219,6 +245,7 @@ def _row(track: str, r: dict[str, Any]) -> Row:
            if e["in_family"]]
     row.regions, row.episodes, row.distinct_episodes = len(r["records"]), len(own), len(set(own))
     row.protocol = int(r["protocol_version"])
+    row.review = needs_review(r, reviews)
     return row
 
 
@@ -293,10 +320,14 @@ def comparison_rows(board: Board) -> tuple[list[str], list[list[str]]]:
 
 def verified_rows(board: Board) -> tuple[list[str], list[list[str]]]:
     header = ["consolidator", "track score on fresh banks", "re-scored track score", "MDD of the draw", "bank tokens",
-              "bank seeds (drawn at verification)", "pool hash", "agrees (not below the re-scored score by more than the MDD)"]
-    cells = [[v.name, f"{v.score:+.4f}", "n/a" if v.rescored is None else f"{v.rescored:+.4f}",
-              "n/a" if v.mdd is None else f"{v.mdd:.4f}", f"{v.tokens:.0f}", " ".join(map(str, v.seeds)), v.pool_hash,
-              "n/a" if v.agrees is None else ("yes" if v.agrees else "NO")] for v in board.verified]
+              "bank seeds (drawn at verification)", "pool hash", "agrees (not below the re-scored score by more than the MDD)",
+              "review (against the draw's oracle)"]
+    alone = "n/a (no re-scored row)"
+    cells = [[v.name, f"{v.score:+.4f}", alone if v.rescored is None else f"{v.rescored:+.4f}",
+              alone if v.mdd is None else f"{v.mdd:.4f}", f"{v.tokens:.0f}", " ".join(map(str, v.seeds)), v.pool_hash,
+              alone if v.agrees is None else ("yes" if v.agrees else "NO"),
+              "unjudged" if v.review is None else (v.review.state if v.review.state in ("clear", "reference")
+                                                   else review_note(v.review))] for v in board.verified]
     return header, cells
 
 

@@ -237,6 +237,23 @@ def cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_columns(args: argparse.Namespace) -> int:
+    """Recompute the reported columns of the committed re-scored rows (leaderboard/columns.py)."""
+    from dreamer_gym.leaderboard.columns import refresh_columns
+
+    check_installed()
+    for folder, what in ((args.results, "results"), (args.submissions, "submissions")):
+        if not folder.is_dir():
+            raise ConfigError(f"no {what} folder {str(folder)!r}; pass --{what} DIR")
+    done = refresh_columns(args.results, args.submissions)
+    for path in done.changed:
+        print(f"rewrote {path}")
+    for path, why in done.skipped:
+        print(f"skipped {path}: {why}", file=sys.stderr)
+    print(f"{len(done.changed)} rewritten, {len(done.unchanged)} already current, {len(done.skipped)} skipped")
+    return 0
+
+
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("leaderboard", help="submit, validate (re-score) and render the leaderboards (docs/leaderboard.md)")
     lsub = p.add_subparsers(dest="leaderboard_command", required=True)
@@ -304,6 +321,13 @@ def add_parser(sub: Any) -> None:
     add_limit_flags(w)
     w.add_argument("--quiet", action="store_true")
     w.set_defaults(func=cmd_verify)
+
+    c = lsub.add_parser("columns", help="re-judge committed rows: recompute each re-scored results file's grounding, "
+                        "reader similarity and needs-review verdict from its submission (scores untouched, no simulator)")
+    c.add_argument("--results", type=Path, default=RESULTS_DIR)
+    c.add_argument("--submissions", type=Path, default=SUBMISSIONS_DIR,
+                   help="the submissions behind the results files (matched by sha256) and the reference rows")
+    c.set_defaults(func=cmd_columns)
 
     r = lsub.add_parser("render", help="write leaderboards/README.md and leaderboards/index.html from results files")
     r.add_argument("--results", type=Path, default=RESULTS_DIR)

@@ -27,8 +27,8 @@ import numpy as np
 
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.leaderboard.aggregate import BOOTSTRAP_REPS, FLAT_POINTS
-from dreamer_gym.leaderboard.board import (Board, Row, archive_rows, build_board, comparison_rows, family_anchor,
-                                           family_rows, load_results, table_rows, transfer_rows, verified_rows)
+from dreamer_gym.leaderboard.board import (Board, Row, archive_rows, board_reviews, build_board, comparison_rows,
+                                           family_anchor, family_rows, load_results, table_rows, transfer_rows, verified_rows)
 from dreamer_gym.leaderboard.tracks import load_track
 
 __all__ = ["README_END", "README_START", "build_board", "html_page", "markdown", "plot_svg", "reading_line",
@@ -288,7 +288,8 @@ def render(results_dir: Path, out_dir: Path, archive_dir: Path | None = None) ->
     """Write ``out_dir/README.md`` (between its board markers) and ``out_dir/index.html``; ``archive_dir`` (default:
     ``archive/`` beside ``results_dir``, where it exists) holds the rows of older protocols, listed apart."""
     results = load_results(Path(results_dir))
-    boards = [build_board(track, rs) for track, rs in sorted(results.items())]
+    reviews = board_reviews(Path(results_dir))
+    boards = [build_board(track, rs, reviews) for track, rs in sorted(results.items())]
     archive_dir = Path(results_dir).parent / "archive" if archive_dir is None else Path(archive_dir)
     archive = archive_rows(archive_dir) if archive_dir.is_dir() else None
     out_dir = Path(out_dir)

@@ -199,7 +199,7 @@ def load_reviews(folder: Path) -> dict[str, Review]:
 class ReviewStatus:
     """Where a row stands: ``state`` is ``clear`` (nothing flagged), ``needs review``, ``cleared`` or ``rejected``
     (a recorded review decided), ``reference`` (not judged) or ``unjudged`` (a results file written before the
-    rule: re-validate it). ``ranked``: whether the board may rank it."""
+    rule, never ranked: judge it). ``ranked``: whether the board may rank it."""
 
     state: str
     ranked: bool
@@ -216,7 +216,9 @@ def needs_review(record: Mapping[str, Any], reviews: Mapping[str, Review]) -> Re
     if record.get("consolidator", {}).get("kind") == "reference":
         return ReviewStatus("reference", False, (), "a reference row is not judged")
     if not isinstance(verdict, Mapping):
-        return ReviewStatus("unjudged", True, (), "results file written before the review rule: re-validate it")
+        # a file written before the rule ranks nothing until judged: `dreamer-gym leaderboard columns` judges it
+        return ReviewStatus("unjudged", False, (), "results file written before the review rule: judge it with "
+                            "`dreamer-gym leaderboard columns` (or re-validate it)")
     regions = tuple(verdict.get("regions", ()))
     if not verdict.get("needs_review"):
         return ReviewStatus("clear", True, regions, str(verdict.get("reason", "")))

@@ -150,7 +150,7 @@ class TrackData:
 def load_track_data(track_name: str, results_dir: Path) -> TrackData:
     """The board of a track's committed rows, its ranked rows' cells and the TEST-variation caps."""
     from dreamer_gym.contract.ids import ENV_IDS
-    from dreamer_gym.leaderboard.board import build_board, load_results
+    from dreamer_gym.leaderboard.board import board_reviews, build_board, load_results
     from dreamer_gym.leaderboard.rows import ANCHORS
     from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION, Track, load_track
     from dreamer_gym.pool import load_pool
@@ -166,7 +166,7 @@ def load_track_data(track_name: str, results_dir: Path) -> TrackData:
         raise ConfigError(f"track {track_name!r}: no built-in {missing} row of protocol {PROTOCOL_VERSION} in "
                           f"{results_dir}/{track_name}/: the normalisation needs both; re-score them with "
                           "`dreamer-gym leaderboard validate`")
-    board = build_board(track_name, results)
+    board = build_board(track_name, results, board_reviews(Path(results_dir)))
     cells = {row.name: row.cells for row in board.rows if row.ranked and row.cells is not None}
     pool = load_pool(track.pool or ENV_IDS[track.env_id].pool)
     families = [f for f in board.families if f not in board.flagged]

@@ -18,6 +18,7 @@ from dreamer_gym.leaderboard.aggregate import (
     probability_of_improvement,
     stratified_bootstrap,
 )
+from dreamer_gym.leaderboard.board import table_rows, verified_rows
 from dreamer_gym.leaderboard.render import README_END, README_START, build_board, render
 from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION
 from dreamer_gym.leaderboard.submission import build_submission, consolidator_block, dumps, run_for_submission
@@ -32,7 +33,8 @@ def _result(name: str, scores: dict[tuple[int, str], float], kind: str = "conten
                 "episodes": [{"in_family": True, "after": s, "before": 0.0}]} for (b, f), s in scores.items()]
     out = {"consolidator": {"name": name, "kind": kind, "config": {"consolidator": name}, "trained_on": []},
            "tier": "re-scored", "protocol_version": PROTOCOL_VERSION, "records": records,
-           "summary": {"score": float(np.mean(list(scores.values()))), "tokens_after": 10.0}}
+           "summary": {"score": float(np.mean(list(scores.values()))), "tokens_after": 10.0},
+           "review": {"needs_review": False, "regions": [], "reason": "judged clear (the arithmetic tests)"}}
     if builtin if builtin is not None else kind != "contender":
         out["builtin"] = name
     return out
@@ -169,6 +171,58 @@ def test_a_verified_run_agrees_unless_it_falls_short_by_more_than_the_draws_mdd(
     assert (next(r for r in board.rows if r.name == "mine").verified is not None) is agrees
     lo, _ = next(r for r in board.rows if r.name == "mine").score_ci
     assert (score < lo) or agrees  # below the CI and still agreeing: the case the two-sided test got wrong
+
+
+def _flagged(record: dict, regions: list[tuple[int, str]]) -> dict:
+    """``record`` with a needs-review verdict on ``regions`` (as validate/verify write it, leaderboard/review.py)."""
+    flagged = [{"region": j, "bank": b, "family": f, "reference": "oracle", "read": 1.0, "grounded": 0.3, "claims": 9,
+                "unheld": 6} for j, (b, f) in enumerate(regions)]
+    return {**record, "track": "miniwob", "submission_sha256": "ab" * 32,
+            "review": {"needs_review": True, "regions": flagged, "reason": "reads like reference 'oracle'"}}
+
+
+def test_a_row_that_needs_review_is_shown_never_ranked_until_a_recorded_review_clears_it() -> None:
+    from dreamer_gym.leaderboard.review import Review
+
+    regions = [(b, f) for b in (0, 1, 2) for f in ("a", "b")]
+    empty = _result("empty", {r: 10.0 for r in regions}, "fixed")
+    oracle = _result("oracle", {r: 90.0 for r in regions}, "reference")
+    typed_in = _flagged(_result("typed-in", {r: 89.0 for r in regions}), regions[:2])
+    unjudged = {k: v for k, v in _result("old-file", {r: 50.0 for r in regions}).items() if k != "review"}
+    board = build_board("miniwob", [empty, oracle, typed_in, unjudged])
+    rows = {r.name: r for r in board.rows}
+    assert [r.name for r in board.rows if r.ranked] == ["empty"]
+    assert rows["typed-in"].rank == "-"
+    assert rows["typed-in"].note.startswith("needs review (2 regions: a bank 0, b bank 0)")
+    assert "unjudged" in rows["old-file"].note and not rows["old-file"].ranked
+    header, cells = table_rows(board)
+    assert any(c[1] == "typed-in" and "needs review" in c[-1] for c in cells)
+
+    def review(decision: str, sha: str = "ab" * 32) -> dict[str, Review]:
+        return {sha: Review("miniwob", "typed-in", sha, "a maintainer", "2026-12-07", decision, "read its code")}
+
+    cleared = {r.name: r for r in build_board("miniwob", [empty, oracle, typed_in], review("cleared")).rows}
+    assert cleared["typed-in"].ranked and "cleared by a maintainer" in cleared["typed-in"].note
+    assert not {r.name: r for r in build_board("miniwob", [empty, oracle, typed_in], review("rejected")).rows}[
+        "typed-in"].ranked
+    other = {r.name: r for r in build_board("miniwob", [empty, oracle, typed_in], review("cleared", "cd" * 32)).rows}
+    assert not other["typed-in"].ranked  # a review of another submission decides nothing
+
+
+def test_a_verified_run_that_needs_review_holds_back_its_rescored_row() -> None:
+    """Both tiers: a row whose re-scored banks read clean but whose verified run on a fresh draw reads like that
+    draw's oracle without its evidence is not ranked, and the verified table says why."""
+    regions = [(b, f) for b in (0, 1, 2) for f in ("a", "b")]
+    empty = _result("empty", {r: 10.0 for r in regions}, "fixed")
+    oracle = _result("oracle", {r: 90.0 for r in regions}, "reference")
+    mine = _result("mine", {r: 60.0 for r in regions})
+    verified = {**_flagged(_result("mine", {r: 88.0 for r in regions}), regions[:1]), "tier": "verified",
+                "verification": {"bank_seeds": [11, 12, 13], "pool_hash": "pfresh"}}
+    board = build_board("miniwob", [empty, oracle, mine, verified])
+    row = next(r for r in board.rows if r.name == "mine")
+    assert not row.ranked and row.verified is None and "needs review" in row.note
+    header, cells = verified_rows(board)
+    assert cells[0][-1].startswith("needs review (1 regions: a bank 0)")
 
 
 def test_the_committed_boards_are_rendered_from_the_committed_results(tmp_path: Path) -> None:
