@@ -65,6 +65,11 @@ def smollm2_135m_instruct(cache_dir: Path | str | None = None) -> Path:
             del model.config.quantization_config
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        # readable by any uid: the verify sandbox runs a consolidator under a uid of its own, which reads the cached
+        # model (mkdtemp makes 0700 and save_pretrained 0600; unreadable, the child would convert its own copy)
+        tmp.chmod(0o755)
+        for path in tmp.iterdir():
+            path.chmod(0o644)
         try:
             tmp.rename(target)
         except OSError:  # another process won the race: its folder is as good as ours
