@@ -58,7 +58,9 @@ from dreamer_gym.leaderboard.sandbox_paths import (
 )
 from dreamer_gym.leaderboard.submission import SubmissionError
 
-KEPT_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")
+# what of the board's environment the child gets: settings that change no meaning of the run, never paths (PATH is
+# the sandbox's own: the interpreter's folder and the system's, not the board's, which names its folders)
+KEPT_ENV = ("LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")
 CANARY_VARIABLE = "DREAMER_GYM_SANDBOX_CANARY"  # set in bubblewrap's environment by the self-test only
 # where the self-test plants its canary: outside /tmp (the sandbox's /tmp is a fresh tmpfs, which would hide a
 # canary there for the wrong reason) and outside every allowed path
@@ -187,7 +189,8 @@ class Sandbox:
         if uid is not None:  # what setpriv needs to drop to the child's uid; it drops these too
             cmd += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
         cmd += ["--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "USER", "sandbox", "--setenv", "HF_HUB_OFFLINE",
-                "1", "--chdir", "/tmp"]
+                "1", "--setenv", "PATH", os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
+                "--chdir", "/tmp"]
         for name in KEPT_ENV:
             if name in os.environ:
                 cmd += ["--setenv", name, os.environ[name]]

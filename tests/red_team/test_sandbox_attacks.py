@@ -243,11 +243,12 @@ def test_pid_one_holds_nothing_of_the_boards(code: Path, monkeypatch: pytest.Mon
     the child can read of /proc; what it reads is its own command line."""
     token = secrets.token_hex(16)
     monkeypatch.setenv("BOARD_SECRET", token)
+    monkeypatch.setenv("PATH", f"{os.environ['PATH']}{os.pathsep}/board-only-{token}")  # its PATH names its folders
     with pytest.raises(SandboxViolation, match="SEEN") as caught:
         run_sandboxed(small_track(), "attacks:ReadsPidOne", Sandbox(code=(code,)), kind="contender")
     seen = str(caught.value)
     assert "1/cmdline=" in seen and "sandbox_child attacks:ReadsPidOne" in seen  # pid 1 is the child itself
-    assert token not in seen and "BOARD_SECRET" not in seen and "--ro-bind" not in seen and "bwrap" not in seen
+    assert token not in seen and "BOARD_SECRET" not in seen and "board-only" not in seen and "--ro-bind" not in seen and "bwrap" not in seen
 
 
 @pytest.mark.parametrize(("attack", "limits", "said"), [
