@@ -95,7 +95,8 @@ def test_rows_far_apart_get_their_own_ranks() -> None:
         out = {"consolidator": {"name": name, "kind": "fixed" if builtin else "contender", "trained_on": [],
                                 "config": {}}, "tier": "re-scored", "protocol_version": PROTOCOL_VERSION,
                "records": records,
-               "summary": {"score": after / 100, "tokens_after": 5.0}}
+               "summary": {"score": after / 100, "tokens_after": 5.0},
+               "review": {"needs_review": False, "regions": [], "reason": "judged clear (a ranking record)"}}
         return {**out, "builtin": builtin} if builtin else out
 
     rows = [result("empty", 0.0, "empty"), result("oracle", 90.0, "oracle"), result("good", 60.0),
