@@ -142,7 +142,7 @@ def test_the_referee_refuses_a_family_the_window_does_not_hold_and_joint_windows
         service, ticket = env.service, env._ticket  # noqa: SLF001 - the ticket this episode opened
         stray = MemoryEntry("insight", "A stray lesson.", "not-a-family", (), (Provenance("t0", 0, 0),))
         request = CommitRequest(0, "window:1-2", ticket.token, (stray,))
-        with pytest.raises(RewardServiceError, match="not one of region 'window:1-2'"):
+        with pytest.raises(RewardServiceError, match="not one of the families region 'window:1-2'"):
             service.commit(request)
         with pytest.raises(RewardServiceError, match="window regions overlap"):
             service.commit_joint([CommitRequest(0, "window:1-2", ticket.token, ())])
