@@ -74,6 +74,7 @@ BAD_ARGUMENTS = [
     (["leaderboard", "validate", f"{MISSING}/submission.json"], ["no submission file"]),
     (["leaderboard", "verify", "--consolidator", "keep-all", "--track", "no-such-track"], ["no track"]),
     (["leaderboard", "render", "--results", MISSING], ["no results folder"]),
+    (["leaderboard", "columns", "--results", MISSING], ["no results folder"]),
     (["no-such-command"], ["invalid choice: 'no-such-command'"]),
 ]
 
