@@ -249,15 +249,25 @@ def _row(track: str, r: dict[str, Any], reviews: Mapping[str, Review]) -> Row:
     return row
 
 
-def _ci(value: float | None, ci: Sequence[float] | None, digits: int = 2, sign: str = "") -> str:
+def _ci(value: float | None, ci: Sequence[float] | None, digits: int = 2, sign: str = "", why: str = "") -> str:
+    """``value [lo, hi]``; where there is no value, "n/a" and, given ``why``, the reason in brackets."""
     if value is None:
-        return "n/a"
+        return f"n/a ({why})" if why else "n/a"
     return f"{value:{sign}.{digits}f}" + (f" [{ci[0]:{sign}.{digits}f}, {ci[1]:{sign}.{digits}f}]" if ci is not None else "")
 
 
 # regions replay the same few TEST episodes (every bank of a family plays them): the distinct ones are what a row's
 # score generalises from, the plays how often they were played
 N_HEADER = "N: regions, distinct TEST episodes (episodes played)"
+
+
+def missing_why(board: Board, row: Row, column: str) -> str:
+    """Why a cell of ``row`` holds no value: the page says it instead of a bare "n/a"."""
+    if column == "p":
+        if row.name == board.baseline:
+            return "the baseline itself"
+        return "not normalised" if not row.aggregates else "no best fixed baseline"
+    return "it is the reference" if row.kind == "reference" else "no reference region reads anything"
 
 
 def table_rows(board: Board) -> tuple[list[str], list[list[str]]]:
@@ -276,9 +286,10 @@ def table_rows(board: Board) -> tuple[list[str], list[list[str]]]:
                       f"{row.regions}, {row.distinct_episodes} ({row.episodes})",
                       family_anchor(board.track, row.name) if row.per_family else "", ran_on(board.track, row.protocol),
                       training_cell(row), tier, _ci(a.get("mean"), a.get("mean_ci")),
-                      _ci(a.get("p_improvement"), a.get("p_improvement_ci")), _ci(row.score, row.score_ci, 4, "+"),
-                      f"{row.in_family:.1f}", f"{row.tokens:.0f}", _ci(row.grounding, None),
-                      _ci(row.reader_similarity, None), row.note])
+                      _ci(a.get("p_improvement"), a.get("p_improvement_ci"), why=missing_why(board, row, "p")),
+                      _ci(row.score, row.score_ci, 4, "+"), f"{row.in_family:.1f}", f"{row.tokens:.0f}",
+                      _ci(row.grounding, None, why="no claims to check"),
+                      _ci(row.reader_similarity, None, why=missing_why(board, row, "similarity")), row.note])
     return header, cells
 
 
