@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
 EXTRAS ?= scienceworld,alfworld,web,llm,vllm,sb3,leaderboard,ray,pettingzoo,dev
 
-.PHONY: setup java browser sandbox demo test validity bench pool board clean
+.PHONY: setup java browser sandbox demo test validity bench pool board clean openenv-context
 
 setup: java browser sandbox $(VENV)/.installed
 
@@ -95,3 +95,11 @@ board: setup
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .benchmarks
+
+# The OpenEnv container's build context (deploy/dreamer_gym_env, docs/byo.md "OpenEnv"): this checkout's wheel and
+# constraints.txt under its dist/, which server/Dockerfile installs; then `docker build` or `openenv build`/`push`.
+OPENENV_DIST := deploy/dreamer_gym_env/dist
+openenv-context: setup
+	rm -rf $(OPENENV_DIST) && mkdir -p $(OPENENV_DIST)
+	$(BIN)/python -m pip wheel -q --no-deps -w $(OPENENV_DIST) .
+	cp constraints.txt $(OPENENV_DIST)/

@@ -1,0 +1,1 @@
+"""The server side of the OpenEnv environment: ``server.app:app`` (openenv.yaml's ``app``)."""
