@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # every non-Python file a wheel may hold: what the package reads at run time. A recorded result (a summary, a log,
 # a plot, a study's page) matches none of these, so it cannot ship by accident.
-SHIPPED_DATA = (r"dreamer_gym/(data/[\w-]+-v\d+\.json\.gz|data/webarena_tasks\.json|data/tracks/[\w-]+\.yaml"
+SHIPPED_DATA = (r"dreamer_gym/(data/[\w-]+-v\d+\.json\.gz|data/webarena_tasks\.json|data/tracks/[\w-]+\.yaml|data/references/[\w-]+\.json"
                 r"|data/configs/[\w.-]+\.yaml|data/leaderboard/[\w-]+\.schema\.json|prompts/\w+\.md)")
 
 
@@ -66,7 +66,8 @@ def test_the_wheel_holds_dreamer_gym_only(tmp_path: Path) -> None:
     top = {name.split("/")[0] for name in names}
     assert top == {"dreamer_gym", f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.dist-info"}, top
     # the data the package reads at run time: tracks, the submission schema, the shipped pools and recipes
-    for data in ("dreamer_gym/data/tracks/scienceworld.yaml", "dreamer_gym/data/leaderboard/submission-v1.schema.json",
+    for data in ("dreamer_gym/data/tracks/scienceworld.yaml", "dreamer_gym/data/tracks/tryout.yaml",
+                 "dreamer_gym/data/references/tryout-oracle.json", "dreamer_gym/data/leaderboard/submission-v1.schema.json",
                  "dreamer_gym/data/scienceworld-heldout-v1.json.gz", "dreamer_gym/data/alfworld-gen-heldout-v1.json.gz",
                  "dreamer_gym/data/scienceworld-heldout-v0.json.gz", "dreamer_gym/data/configs/oplevel-cpu.yaml"):
         assert data in names, data

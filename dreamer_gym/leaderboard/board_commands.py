@@ -9,6 +9,8 @@ from typing import Any
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.evaluation.failures import failure_summary
 from dreamer_gym.leaderboard.rows import FIXED_RULES, results_path, slug
+from dreamer_gym.leaderboard.tracks import is_ranked_track
+from dreamer_gym.leaderboard.unranked import why
 
 FIXED = frozenset(FIXED_RULES)
 
@@ -36,11 +38,13 @@ def _kind(name: str, given: str | None) -> str:
 
 
 def _member_tracks(names: list[str]) -> list[Any]:
-    from dreamer_gym.leaderboard.tracks import TransferTrack, load_track
+    """The tracks ``--track`` names (a shipped or registered name, or a track YAML file), a transfer track as its
+    members."""
+    from dreamer_gym.leaderboard.tracks import TransferTrack, load_board_track
 
     out = []
     for name in names:
-        track = load_track(name)
+        track = load_board_track(name)
         if isinstance(track, TransferTrack):
             out.extend(t for _, t in track.tracks())
         else:
@@ -119,7 +123,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     from dreamer_gym.leaderboard.rescore_cache import default_root
     from dreamer_gym.leaderboard.submission import SubmissionError, dumps, load_submission
-    from dreamer_gym.leaderboard.validate import validate
+    from dreamer_gym.leaderboard.validate import submitted_track, validate
 
     check_installed()
     if not args.file.is_file():
@@ -127,10 +131,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
         data = load_submission(args.file)
+        extra = track_files(args.track)
+        check_rows_free(data, args.out_dir)  # the schema first: then every track it names is known, then references
+        for i, block in enumerate(data["tracks"]):
+            submitted_track(i, block["track"], extra)
         references = load_references(args.references, args.file, data)
-        check_rows_free(data, args.out_dir)
         timings: dict[str, float] = {}
-        results = validate(data, references=references, progress=not args.quiet, workers=args.workers, timings=timings,
+        results = validate(data, extra_tracks=extra, references=references, progress=not args.quiet,
+                           workers=args.workers, timings=timings,
                            cache=None if args.no_cache else (args.cache or default_root()),
                            **({"store_path": str(args.store)} if args.store else {}))
     except SubmissionError as exc:
@@ -140,31 +148,57 @@ def cmd_validate(args: argparse.Namespace) -> int:
         out = results_path(args.out_dir, result["track"], result["consolidator"]["name"])
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(dumps(result))
-        print(f"accepted ({result['tier']}): {result['track']}: score {result['summary']['score']:+.4f} -> {out}")
+        print(f"accepted ({result['tier']}): {result['track']}: score {result['summary']['score']:+.4f} -> {out}"
+              + ("" if is_ranked_track(result["track"]) else f" ({why(result['track'])})"))
     print(f"validated in {time.perf_counter() - start:.1f} s (checks {timings['checks_s']:.1f} s, re-score "
           f"{timings.get('rescore_s', 0.0):.1f} s: {timings.get('episodes_played', 0):.0f} episodes played, "
           f"{timings.get('episodes_cached', 0):.0f} from the cache)", file=sys.stderr)
     return 0
 
 
-def load_references(folder: Path, submission: Path, data: dict[str, Any]) -> list[dict[str, Any]]:
-    """The reference submissions in ``folder`` (all but ``submission`` itself), said on stderr per track;
-    no folder, or none for a track ``data`` is on, is a ConfigError: the copy check never runs on nothing."""
-    from dreamer_gym.leaderboard.submission import load_submission
+def track_files(paths: list[str]) -> dict[str, Any]:
+    """``validate --track FILE``: the tracks of submissions made on track files, by name. The submission records
+    its track's whole definition (its ``frozen`` block), which validation compares field by field with the file."""
+    from dreamer_gym.leaderboard.tracks import Track, load_board_track
 
-    if not folder.is_dir():
+    out: dict[str, Any] = {}
+    for path in paths:
+        track = load_board_track(path)
+        if not isinstance(track, Track):
+            raise ConfigError(f"--track {path!r} is a transfer track; pass its member tracks' files")
+        out[track.name] = track
+    return out
+
+
+def load_references(folder: Path | None, submission: Path, data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The reference submissions in ``folder`` and the ones the package ships (all but ``submission`` itself), said
+    on stderr per track. ``folder`` None: the board's ``submissions/`` where it exists (a checkout, or
+    ``./leaderboards`` beside an installed package). A folder named but missing, or no reference for a track
+    ``data`` is on, is a ConfigError: the copy check never runs on nothing."""
+    from dreamer_gym.leaderboard.submission import dumps, load_submission, shipped_references
+
+    if folder is not None and not folder.is_dir():
         raise ConfigError(f"no references folder {str(folder)!r}; pass --references DIR (the submissions of the "
                           "reference rows, e.g. leaderboards/submissions of the repository)")
-    found = [(path, ref) for path in sorted(folder.glob("*.json")) if path.resolve() != submission.resolve()
-             for ref in [load_submission(path)] if ref.get("consolidator", {}).get("kind") == "reference"]
+    folder = folder if folder is not None else SUBMISSIONS_DIR
+    mine = [(path, load_submission(path)) for path in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+    found, seen = [], set()
+    for path, ref in (*mine, *shipped_references()):
+        text = dumps(ref)  # a copy of a shipped reference in the folder counts once
+        if path.resolve() != submission.resolve() and ref.get("consolidator", {}).get("kind") == "reference" \
+                and text not in seen:
+            seen.add(text)
+            found.append((path, ref))
     own_reference = data.get("consolidator", {}).get("kind") == "reference"
+    where = f"{folder} and the package's own references" if folder.is_dir() else "the package's own references"
     for block in data.get("tracks", []):
         track = block.get("track") if isinstance(block, dict) else None
         used = [path.name for path, ref in found if any(b.get("track") == track for b in ref["tracks"])]
         if not used and not own_reference:
-            raise ConfigError(f"no reference submission for track {track!r} in {folder}: the copy check needs one "
-                              "(pass --references DIR)")
-        print(f"copy check on track {track!r}: against {used or 'no other reference'} in {folder}", file=sys.stderr)
+            raise ConfigError(f"no reference submission for track {track!r} in {where}: the copy check needs one; "
+                              f"write it with `dreamer-gym leaderboard submit --consolidator oracle --track "
+                              f"{track or 'TRACK'} --out DIR/oracle.json` and pass --references DIR")
+        print(f"copy check on track {track!r}: against {used or 'no other reference'} in {where}", file=sys.stderr)
     return [ref for _, ref in found]
 
 
@@ -189,11 +223,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from dreamer_gym.leaderboard.sandbox import Sandbox
     from dreamer_gym.leaderboard.sandbox_limits import limits_from_args
     from dreamer_gym.leaderboard.submission import SubmissionError, dumps
-    from dreamer_gym.leaderboard.tracks import Track, load_track
+    from dreamer_gym.leaderboard.tracks import Track, load_board_track
     from dreamer_gym.leaderboard.verify import verify
 
     check_installed()
-    track = load_track(args.track)
+    track = load_board_track(args.track)
     if not isinstance(track, Track):
         raise ConfigError(f"verify one track at a time; {args.track!r} is a transfer track (verify its members)")
     name, kind = args.name or args.consolidator, _kind(args.consolidator, args.kind)
@@ -260,7 +294,8 @@ def add_parser(sub: Any) -> None:
 
     s = lsub.add_parser("submit", help="run a consolidator on tracks and write a submission (its committed banks)")
     s.add_argument("--consolidator", required=True, help="registered consolidator name (an entry point works)")
-    s.add_argument("--track", nargs="+", required=True, help="track names (transfer: its member tracks)")
+    s.add_argument("--track", nargs="+", required=True, metavar="NAME_OR_FILE",
+                   help="track names or track YAML files (transfer: its member tracks); try the loop on `tryout`")
     s.add_argument("--name", default="", help="the row's name (default: --consolidator)")
     s.add_argument("--link", default="", help="where the code or paper is")
     s.add_argument("--kind", choices=("contender", "fixed", "reference"), default=None,
@@ -286,8 +321,12 @@ def add_parser(sub: Any) -> None:
     v.add_argument("--cache", type=Path, default=None, help="folder of the per-track re-scoring caches (default: "
                    "$DREAMER_GYM_CACHE/rescore; docs/performance.md, 'Re-scoring a track')")
     v.add_argument("--no-cache", action="store_true", help="re-score with an empty in-memory cache (every episode played)")
-    v.add_argument("--references", type=Path, default=SUBMISSIONS_DIR,
-                   help="folder of submissions; those of kind 'reference' are what a contender may not copy")
+    v.add_argument("--track", nargs="+", default=[], metavar="FILE",
+                   help="the track YAML file(s) the submission was made on, where its track is not shipped (the "
+                   "file's definition must be the one the submission records)")
+    v.add_argument("--references", type=Path, default=None,
+                   help="folder of submissions; those of kind 'reference' are what a contender may not copy (default: "
+                   f"{SUBMISSIONS_DIR} where it exists; the package's own references are always read)")
     v.add_argument("--workers", type=int, default=1)
     v.add_argument("--quiet", action="store_true")
     v.set_defaults(func=cmd_validate)
@@ -295,7 +334,8 @@ def add_parser(sub: Any) -> None:
     w = lsub.add_parser("verify", help="run an installed consolidator out of process on banks acquired from fresh "
                         "seeds, then check and re-score (the verified tier)")
     w.add_argument("--consolidator", required=True, help="registered name or entry point")
-    w.add_argument("--track", required=True, help="a held-out track (scienceworld)")
+    w.add_argument("--track", required=True, metavar="NAME_OR_FILE",
+                   help="a held-out track (scienceworld), by name or YAML file")
     w.add_argument("--name", default="", help="the row's name (default: --consolidator)")
     w.add_argument("--kind", choices=("contender", "fixed", "reference"), default=None)
     w.add_argument("--trained-on", nargs="*", default=[], metavar="ENV_ID")

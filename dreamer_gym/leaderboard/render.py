@@ -29,7 +29,8 @@ from dreamer_gym.errors import ConfigError
 from dreamer_gym.leaderboard.aggregate import BOOTSTRAP_REPS, FLAT_POINTS
 from dreamer_gym.leaderboard.board import (Board, Row, archive_rows, board_reviews, build_board, comparison_rows,
                                            family_anchor, family_rows, load_results, table_rows, transfer_rows, verified_rows)
-from dreamer_gym.leaderboard.tracks import load_track
+from dreamer_gym.leaderboard import unranked
+from dreamer_gym.leaderboard.tracks import is_ranked_track, load_track
 
 __all__ = ["README_END", "README_START", "build_board", "html_page", "markdown", "plot_svg", "reading_line",
            "render"]
@@ -284,19 +285,38 @@ def html_page(boards: Sequence[Board], archive: tuple[list[str], list[list[str]]
             + "".join(sections) + "</body></html>\n")
 
 
+def _unranked_md(block: str, cells: list[list[str]]) -> str:
+    """The boards' Markdown with the rows no board ranks (leaderboard/unranked.py) as a last section."""
+    if not cells:
+        return block
+    table = "\n".join(["| " + " | ".join(unranked.HEADER) + " |", "|" + "---|" * len(unranked.HEADER)]
+                      + ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in cells])
+    return block.replace(README_END, f"### {unranked.TITLE}\n\n*{unranked.LINE}.*\n\n{table}\n\n{README_END}")
+
+
+def _unranked_html(page: str, cells: list[list[str]]) -> str:
+    """The page with the rows no board ranks as its last section."""
+    if not cells:
+        return page
+    section = (f'<section class="unranked" id="unranked"><h2>{html.escape(unranked.TITLE)}</h2>'
+               f'<p class="how">{html.escape(unranked.LINE)}.</p>{_table(unranked.HEADER, cells, "unranked")}</section>')
+    return page.replace("</body>", section + "</body>")
+
+
 def render(results_dir: Path, out_dir: Path, archive_dir: Path | None = None) -> list[Path]:
     """Write ``out_dir/README.md`` (between its board markers) and ``out_dir/index.html``; ``archive_dir`` (default:
     ``archive/`` beside ``results_dir``, where it exists) holds the rows of older protocols, listed apart."""
     results = load_results(Path(results_dir))
     reviews = board_reviews(Path(results_dir))
-    boards = [build_board(track, rs, reviews) for track, rs in sorted(results.items())]
+    boards = [build_board(track, rs, reviews) for track, rs in sorted(results.items()) if is_ranked_track(track)]
+    apart = unranked.unranked_rows(results)  # the try-out track's rows and those of track files: listed, never ranked
     archive_dir = Path(results_dir).parent / "archive" if archive_dir is None else Path(archive_dir)
     archive = archive_rows(archive_dir) if archive_dir.is_dir() else None
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     readme = out_dir / "README.md"
     text = readme.read_text() if readme.exists() else "# Leaderboards\n\n"
-    block = markdown(boards, archive)
+    block = _unranked_md(markdown(boards, archive), apart)
     if README_START in text and README_END in text:
         head, rest = text.split(README_START, 1)
         text = head + block + rest.split(README_END, 1)[1]
@@ -304,5 +324,5 @@ def render(results_dir: Path, out_dir: Path, archive_dir: Path | None = None) ->
         text = text.rstrip() + "\n\n## Boards\n\n" + block + "\n"
     readme.write_text(text)
     page = out_dir / "index.html"
-    page.write_text(html_page(boards, archive))
+    page.write_text(_unranked_html(html_page(boards, archive), apart))
     return [readme, page]

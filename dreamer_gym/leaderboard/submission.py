@@ -30,6 +30,17 @@ def schema() -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
+def references_dir() -> Path:
+    """``dreamer_gym/data/references``: the reference submissions the package ships (the try-out track's oracle), so
+    the copy check of ``leaderboard validate`` has its reference from a wheel, with no checkout."""
+    return Path(str(resources.files("dreamer_gym") / "data" / "references"))
+
+
+def shipped_references() -> list[tuple[Path, dict[str, Any]]]:
+    """Every shipped reference submission, as ``(path, data)``, sorted by path."""
+    return [(path, load_submission(path)) for path in sorted(references_dir().glob("*.json"))]
+
+
 def frozen_fields(track: Track) -> dict[str, Any]:
     """Every field that defines the track's measurement (all but its prose description), JSON-shaped."""
     out: dict[str, Any] = {}

@@ -205,6 +205,40 @@ def register_track(name: str, track: str | Path | Track | TransferTrack, *, repl
     TRACKS.register(name, Path(track) if isinstance(track, str) else track, replace=replace)
 
 
+def shipped_track_names() -> tuple[str, ...]:
+    """The tracks this package ships (``dreamer_gym/data/tracks/*.yaml``): the only ones a board may rank."""
+    return tuple(sorted(p.stem for p in tracks_dir().glob("*.yaml")))
+
+
+# shipped tracks for trying the submitter's loop (submit -> validate -> render in minutes): validated like any
+# track, never ranked, because their few regions separate nothing (docs/leaderboard.md, "Try-out track")
+TRYOUT_TRACKS: frozenset[str] = frozenset({"tryout"})
+
+
+def is_ranked_track(name: str) -> bool:
+    """Whether a board ranks rows of track ``name``: a shipped track that is not a try-out. A track from a file
+    or an entry point is validated like a shipped one, but its rows are listed apart, never ranked."""
+    return name in shipped_track_names() and name not in TRYOUT_TRACKS
+
+
+def load_board_track(name_or_path: str | Path) -> Track | TransferTrack:
+    """:func:`load_track` for the leaderboard's commands (``--track NAME_OR_FILE``): a track file may not take a
+    shipped track's name unless it holds that track's definition (a changed track is a new name, never an edit),
+    so a submission's track name always means one definition."""
+    track = load_track(name_or_path)
+    name = track.name
+    if Path(name_or_path).suffix and name in shipped_track_names():
+        shipped = load_track(tracks_dir() / f"{name}.yaml")
+        if isinstance(track, Track) and isinstance(shipped, Track):
+            changed = sorted(k for k, v in track.data().items() if k != "description" and shipped.data().get(k) != v)
+        else:
+            changed = [] if track == shipped else ["members"]
+        if changed:
+            raise ConfigError(f"track file {str(name_or_path)!r} is named {name!r}, a shipped track, but changes "
+                              f"{changed}: give the file's track its own `name`")
+    return track
+
+
 def track_names() -> tuple[str, ...]:
     """Every track ``load_track`` finds by name: shipped, registered and installed as entry points."""
     return TRACKS.names()

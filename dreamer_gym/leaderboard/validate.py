@@ -92,14 +92,20 @@ def find_track(name: str, extra: Mapping[str, Track] | None = None) -> Track | T
     return load_track(name)
 
 
+def submitted_track(i: int, name: str, extra: Mapping[str, Track] | None = None) -> Track | TransferTrack:
+    """The track ``tracks[i]`` names: shipped, registered, or one of ``extra`` (``validate --track FILE``)."""
+    try:
+        return find_track(name, extra)
+    except ConfigError:
+        raise SubmissionError(f"`tracks[{i}].track`: unknown track {name!r} (known: "
+                              f"{sorted({*track_names(), *(extra or {})})}); a submission made on a track file is "
+                              "validated with `--track FILE`, that file") from None
+
+
 def check_track(i: int, block: dict[str, Any], extra: Mapping[str, Track] | None = None) -> Track:
     """Known track, current protocol, frozen fields as frozen, regions and seeds as the track visits them."""
     where = f"tracks[{i}]"
-    try:
-        track = find_track(block["track"], extra)
-    except ConfigError:
-        raise SubmissionError(f"`{where}.track`: unknown track {block['track']!r}; the tracks are "
-                              f"{sorted({*track_names(), *(extra or {})})}") from None
+    track = submitted_track(i, block["track"], extra)
     if isinstance(track, TransferTrack):
         raise SubmissionError(f"`{where}.track`: {track.name!r} is a transfer track; submit each of its member "
                               f"tracks ({[name for _, name in track.members]}), its score is theirs")
