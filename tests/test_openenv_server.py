@@ -11,7 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,15 +40,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(env_kwargs: dict[str, Any]) -> Server:
-    """``dreamer-gym serve`` (the CLI's real entry point) on a free port, once /health answers."""
+def launch(start: Callable[[int], subprocess.Popen[bytes]], timeout_s: float = START_TIMEOUT_S) -> Server:
+    """``start(port)`` (a server process told to bind ``port``) on a free port, returned once /health answers."""
     for _ in range(3):  # a free port can be taken between the probe and the bind: try another
         port = _free_port()
-        process = subprocess.Popen([sys.executable, "-m", "dreamer_gym.cli", "serve", ENV_ID,
-                                    "--port", str(port), "--env-kwargs", json.dumps(env_kwargs),
-                                    "--log-level", "warning"])
+        process = start(port)
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + START_TIMEOUT_S
+        deadline = time.monotonic() + timeout_s
         while process.poll() is None and time.monotonic() < deadline:
             try:
                 with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
@@ -57,7 +55,14 @@ def start_server(env_kwargs: dict[str, Any]) -> Server:
             except OSError:
                 time.sleep(0.1)
         stop_server(process)
-    raise AssertionError("the OpenEnv server did not come up")
+    raise AssertionError(f"the OpenEnv server did not come up: {process.args}")
+
+
+def start_server(env_kwargs: dict[str, Any]) -> Server:
+    """``dreamer-gym serve`` (the CLI's real entry point) on a free port, once /health answers."""
+    return launch(lambda port: subprocess.Popen([sys.executable, "-m", "dreamer_gym.cli", "serve", ENV_ID,
+                                                 "--port", str(port), "--env-kwargs", json.dumps(env_kwargs),
+                                                 "--log-level", "warning"]))
 
 
 def stop_server(process: subprocess.Popen[bytes]) -> None:
