@@ -239,6 +239,15 @@ def load_board_track(name_or_path: str | Path) -> Track | TransferTrack:
     return track
 
 
+def write_track_file(track: Track, path: str | Path) -> Path:
+    """Write ``track`` as a track YAML file, the one :func:`load_track` reads back: a track of your own starts as a
+    shipped one with some fields replaced (``dataclasses.replace(load_track("tryout"), name="mine", ...)``)."""
+    data = {name: list(value) if isinstance(value, tuple) else value for name, value in track.data().items()}
+    path = Path(path)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
 def track_names() -> tuple[str, ...]:
     """Every track ``load_track`` finds by name: shipped, registered and installed as entry points."""
     return TRACKS.names()
