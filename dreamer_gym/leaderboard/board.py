@@ -266,30 +266,48 @@ def missing_why(board: Board, row: Row, column: str) -> str:
     if column == "p":
         if row.name == board.baseline:
             return "the baseline itself"
-        return "not normalised" if not row.aggregates else "no best fixed baseline"
+        return missing_why(board, row, "iqm") if not row.aggregates else "no best fixed baseline"
+    if column in ("iqm", "mean"):
+        if row.stale:
+            return "an older protocol"
+        return "no empty and oracle rows" if not board.normalised else "not in the normalised rows"
     return "it is the reference" if row.kind == "reference" else "no reference region reads anything"
+
+
+def ranked_header(board: Board) -> str:
+    """The header of the column a board ranks by (and plots): third in its table, beside its CI."""
+    return "IQM (normalised)" if board.normalised else "track score"
 
 
 def table_rows(board: Board) -> tuple[list[str], list[list[str]]]:
     """The header and cells of a board's table (shared by the Markdown and the HTML)."""
-    # what a reader needs first (rank, name, the ranked measure, what stands behind it, the per-family link and the
-    # protocol it ran) comes before the columns a narrow screen scrolls to
-    header = ["rank", "consolidator", "IQM (normalised)", N_HEADER, "per family",
-              "ran on (protocol, env id)", "training: steps, commits, wall, hardware", "tier", "mean (normalised)",
-              f"P(improvement) over {board.baseline or 'best fixed'}", "track score", "in-family score", "bank tokens",
+    # what a reader needs first (rank, name, the ranked measure with its CI, the bank size it was scored at, what
+    # stands behind it, the per-family link and the protocol it ran) comes before the columns a narrow screen
+    # scrolls to; the note stays last
+    measure = ranked_header(board)
+    p_header = f"P(improvement) over {board.baseline or 'best fixed'}"
+    header = ["rank", "consolidator", measure, "bank tokens", *(["track score"] if board.normalised else []), N_HEADER,
+              "per family", "ran on (protocol, env id)", "training: steps, commits, wall, hardware", "tier",
+              *([] if board.normalised else ["IQM (normalised)"]), "mean (normalised)", p_header, "in-family score",
               "grounding", "reader similarity to a reference", "note"]
     cells = []
     for row in board.rows:
         a = row.aggregates
-        tier = "re-scored + verified" if row.verified else row.tier
-        cells.append([row.rank, row.name, _ci(a.get("iqm"), a.get("iqm_ci")),
-                      f"{row.regions}, {row.distinct_episodes} ({row.episodes})",
-                      family_anchor(board.track, row.name) if row.per_family else "", ran_on(board.track, row.protocol),
-                      training_cell(row), tier, _ci(a.get("mean"), a.get("mean_ci")),
-                      _ci(a.get("p_improvement"), a.get("p_improvement_ci"), why=missing_why(board, row, "p")),
-                      _ci(row.score, row.score_ci, 4, "+"), f"{row.in_family:.1f}", f"{row.tokens:.0f}",
-                      _ci(row.grounding, None, why="no claims to check"),
-                      _ci(row.reader_similarity, None, why=missing_why(board, row, "similarity")), row.note])
+        cell = {"rank": row.rank, "consolidator": row.name,
+                "IQM (normalised)": _ci(a.get("iqm"), a.get("iqm_ci"), why=missing_why(board, row, "iqm")),
+                N_HEADER: f"{row.regions}, {row.distinct_episodes} ({row.episodes})",
+                "per family": family_anchor(board.track, row.name) if row.per_family else "",
+                "ran on (protocol, env id)": ran_on(board.track, row.protocol),
+                "training: steps, commits, wall, hardware": training_cell(row),
+                "tier": "re-scored + verified" if row.verified else row.tier,
+                "mean (normalised)": _ci(a.get("mean"), a.get("mean_ci"), why=missing_why(board, row, "mean")),
+                p_header: _ci(a.get("p_improvement"), a.get("p_improvement_ci"), why=missing_why(board, row, "p")),
+                "track score": _ci(row.score, row.score_ci, 4, "+"), "in-family score": f"{row.in_family:.1f}",
+                "bank tokens": f"{row.tokens:.0f}", "grounding": _ci(row.grounding, None, why="no claims to check"),
+                "reader similarity to a reference": _ci(row.reader_similarity, None,
+                                                        why=missing_why(board, row, "similarity")),
+                "note": row.note}
+        cells.append([cell[h] for h in header])
     return header, cells
 
 
@@ -324,8 +342,11 @@ def comparison_rows(board: Board) -> tuple[list[str], list[list[str]]]:
     (banks and TEST variations resampled within families, the same draws for both rows), the pair's MDD at 80%
     power and whether the CI separates the two."""
     header = ["row", "row above", f"difference in {board.mdd_measure} [95% CI]", "MDD (80% power)", "separated"]
-    cells = [[c.name, c.above, _ci(c.difference, c.ci, 3, "+"), "n/a" if c.mdd is None else f"{c.mdd:.3f}",
-              "n/a" if c.separated is None else ("yes" if c.separated else "no")] for c in board.comparisons]
+    why = "not the same complete regions"  # a Comparison has no paired difference without them
+    apart = f"n/a ({why})"
+    cells = [[c.name, c.above, _ci(c.difference, c.ci, 3, "+", why=why), apart if c.mdd is None else
+              f"{c.mdd:.3f}", apart if c.separated is None else ("yes" if c.separated else "no")]
+             for c in board.comparisons]
     return header, cells
 
 

@@ -28,7 +28,8 @@ import numpy as np
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.leaderboard.aggregate import BOOTSTRAP_REPS, FLAT_POINTS
 from dreamer_gym.leaderboard.board import (Board, Row, archive_rows, board_reviews, build_board, comparison_rows,
-                                           family_anchor, family_rows, load_results, table_rows, transfer_rows, verified_rows)
+                                           family_anchor, family_rows, load_results, ranked_header, table_rows, transfer_rows,
+                                           verified_rows)
 from dreamer_gym.leaderboard import unranked
 from dreamer_gym.leaderboard.tracks import is_ranked_track, load_track
 
@@ -209,12 +210,14 @@ def markdown(boards: Sequence[Board], archive: tuple[list[str], list[list[str]]]
     return "\n".join(parts)
 
 
-def _html_cell(text: str) -> str:
+def _html_cell(text: str, css: str = "") -> str:
+    """One cell; ``css`` adds a class (``measure``: the column the board ranks by)."""
     if text.startswith(FAMILY_LINK):
         return f'<td><a href="{html.escape(text)}">per family</a></td>'
     if text.endswith("]") and " [" in text:  # a value and its CI read as one: never broken across lines
-        return f'<td class="ci">{html.escape(text)}</td>'
-    return f"<td>{html.escape(text)}</td>"
+        css = f"{css} ci".strip()
+    text = html.escape(text).replace(":", ":<wbr>")  # "rule:procedures-only" may wrap after its prefix
+    return f'<td class="{css}">{text}</td>' if css else f"<td>{text}</td>"
 
 
 def _html_line(text: str) -> str:
@@ -223,21 +226,46 @@ def _html_line(text: str) -> str:
     return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
 
 
-def _table(header: list[str], cells: list[list[str]], css: str, ids: Sequence[str] | None = None) -> str:
-    """A table in a box that scrolls sideways on its own, so a wide table never widens the page."""
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join((f'<tr id="{html.escape(ids[i])}">' if ids else "<tr>")
-                   + "".join(_html_cell(c) for c in row) + "</tr>" for i, row in enumerate(cells))
+def _table(header: list[str], cells: list[list[str]], css: str, ids: Sequence[str] | None = None,
+           measure: str | None = None) -> str:
+    """A table in a box that scrolls sideways on its own, so a wide table never widens the page. ``measure``: the
+    header of the column the board ranks by; its header and cells carry the class ``measure`` (the CSS keeps it
+    in view, the layout test finds it), and a ranked row (a rank other than "-") the class ``ranked``."""
+    def css_of(h: str) -> str:
+        return "measure" if h == measure else ""
+
+    def tr(i: int, row: list[str]) -> str:
+        attrs = (f' id="{html.escape(ids[i])}"' if ids else "") + (' class="ranked"' if measure and row[0] != "-" else "")
+        return f"<tr{attrs}>" + "".join(_html_cell(c, css_of(h)) for h, c in zip(header, row)) + "</tr>"
+
+    head = "".join(f'<th class="{css_of(h)}">{html.escape(h)}</th>' if css_of(h) else f"<th>{html.escape(h)}</th>"
+                   for h in header)
+    body = "".join(tr(i, row) for i, row in enumerate(cells))
     return (f'<div class="scroll"><table class="{css}"><thead><tr>{head}</tr></thead>'
             f"<tbody>{body}</tbody></table></div>")
 
 
+# Tables scroll inside their own box. The ranking keeps what a reader came for in view: at desktop width rank,
+# name and the ranked measure with its CI stick to the box's left edge while the other columns scroll under them
+# (fixed widths, so each sticky column knows where the one before it ends); on a phone the three fit the screen
+# before any scrolling and only the name sticks (three sticky columns would leave no room to scroll). Borders
+# are drawn per cell (border-collapse:separate): a collapsed border does not travel with a sticky cell.
 STYLE = ("*{box-sizing:border-box}html,body{overflow-x:hidden}"
          "body{font-family:sans-serif;margin:0 auto;padding:1em;max-width:80em;line-height:1.4}"
          "p{overflow-wrap:anywhere}.how{background:#f6f8fa;border-left:3px solid #4a7ab5;padding:.4em .7em}"
-         ".scroll{overflow-x:auto;max-width:100%;margin:1em 0}table{border-collapse:collapse;width:max-content}"
-         "td,th{border:1px solid #ccc;padding:.3em .6em;font-size:.9em;vertical-align:top;max-width:22em}th{background:#f3f3f3}"
-         "td.ci{white-space:nowrap}"
+         ".scroll{overflow-x:auto;max-width:100%;margin:1em 0}"
+         "table{border-collapse:separate;border-spacing:0;width:max-content;border-top:1px solid #ccc;"
+         "border-left:1px solid #ccc}"
+         "td,th{border:solid #ccc;border-width:0 1px 1px 0;padding:.3em .6em;font-size:.9em;vertical-align:top;"
+         "max-width:22em;background:#fff}th{background:#f3f3f3}td.ci{white-space:nowrap}"
+         ".ranking tr>:nth-child(2),.per-family tr>:first-child{overflow-wrap:anywhere}"
+         ".ranking tr>:nth-child(-n+3){position:sticky;z-index:1}.ranking tr>:first-child{left:0;width:4.5em;"
+         "min-width:4.5em;max-width:4.5em}.ranking tr>:nth-child(2){left:4.5em;width:15em;min-width:15em;"
+         "max-width:15em}.ranking td{max-width:28em}.ranking tr>.measure{left:19.5em;border-right:2px solid #888}"
+         ".per-family tr>:first-child{position:sticky;left:0;z-index:1}"
+         "@media (max-width:40em){td,th{padding:.3em .4em}"
+         ".ranking tr>:first-child,.ranking tr>.measure{position:static}.ranking tr>:first-child{width:auto;"
+         "min-width:0}.ranking tr>:nth-child(2){left:0;width:9em;min-width:9em;max-width:9em}}"
          ".plot svg{display:block;width:100%;height:auto}")
 
 
@@ -260,7 +288,7 @@ def html_page(boards: Sequence[Board], archive: tuple[list[str], list[list[str]]
         track = html.escape(board.track)
         parts = [f'<section class="board" id="track-{track}"><h2>Track {track}</h2>',
                  f'<p class="how">{_html_line(reading_line(board))}</p>', _plot_box(plot_svg(board)),
-                 _table(*table_rows(board), "ranking")]
+                 _table(*table_rows(board), "ranking", measure=ranked_header(board))]
         if board.comparisons:
             parts.append(f"<h3>{COMPARISONS[0]}</h3><p>{html.escape(COMPARISONS[1])}.</p>"
                          f"{_table(*comparison_rows(board), 'comparisons')}")

@@ -1,11 +1,14 @@
 """The rendered page's layout, measured in headless Chromium on the committed results: at desktop (1400 px) and
 phone (390 px) width no two labels of a plot overlap, no label is cut off by its plot, the page never scrolls
-sideways, and every ``#family-`` link lands on a row of a per-family table. Screenshots of both widths go to
+sideways, the measure each board ranks by and its CI (header and every ranked row's cell) are on screen without
+scrolling anything sideways (and, at desktop width, stay there while the table scrolls), no cell says a bare
+"n/a", and every ``#family-`` link lands on a row of a per-family table. Screenshots of both widths go to
 ``$DREAMER_GYM_SCREENSHOTS`` (``leaderboards/screenshots`` for the checked-in ones) or to a tmp folder."""
 from __future__ import annotations
 
 import io
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +16,8 @@ from typing import Any
 import pytest
 
 from dreamer_gym.leaderboard.board import Board, build_board, table_rows
-from dreamer_gym.leaderboard.render import _html_cell, _md_cell, plot_svg, render
+from dreamer_gym.leaderboard.board import comparison_rows, ranked_header
+from dreamer_gym.leaderboard.render import _html_cell, _md_cell, html_page, plot_svg, render
 
 ROOT = Path(__file__).parent.parent.parent
 WIDTHS = {"desktop": 1400, "narrow": 390}
@@ -34,6 +38,33 @@ MEASURE = """() => [...document.querySelectorAll('.plot svg')].map(svg => {
   return {id: svg.closest('section').id, width: box.width, box: {left: box.left, right: box.right, top: box.top,
           bottom: box.bottom}, labels, overlaps};
 })"""
+# per ranking table: the ranked measure's header and ranked cells (box and text) and the box they scroll in
+RANKED = """() => [...document.querySelectorAll('table.ranking')].map(table => {
+  const box = r => { const b = r.getBoundingClientRect(); return {left: b.left, right: b.right}; };
+  const cells = [...table.querySelectorAll('th.measure, tr.ranked td.measure')];
+  return {id: table.closest('section').id, scroll: box(table.closest('.scroll')),
+          cells: cells.map(c => ({text: c.textContent, ...box(c)}))};
+})"""
+SCROLL_TABLES_RIGHT = "() => document.querySelectorAll('table.ranking').forEach(t => { const s = t.closest('.scroll'); " \
+                      "s.scrollLeft = s.scrollWidth; })"
+BARE = "() => [...document.querySelectorAll('td')].map(td => td.textContent.trim()).filter(t => /^n\\/a\\b/.test(t))"
+VALUE_CI = re.compile(r"^[+-]?\d+\.\d+ \[[+-]?\d+\.\d+, [+-]?\d+\.\d+\]$")
+
+
+def _ranked_measure_on_screen(page: Any, width: int, after: str) -> None:
+    """Every ranking table's measure header and ranked cells lie inside the viewport and inside their table's
+    scrolling box (the header first, then one value [CI] per ranked row)."""
+    tables = page.evaluate(RANKED)
+    assert {t["id"] for t in tables} >= {"track-alfworld-gen", "track-miniwob", "track-scienceworld"}
+    for table in tables:
+        header, *cells = table["cells"]
+        assert header["text"] in ("IQM (normalised)", "track score") and len(cells) >= 2, table
+        assert all(VALUE_CI.match(c["text"]) for c in cells), f"{table['id']}: a ranked cell without its CI: {cells}"
+        right = min(width, table["scroll"]["right"]) + 0.5
+        off = [c for c in table["cells"] if c["left"] < max(0, table["scroll"]["left"]) - 0.5 or c["right"] > right]
+        assert off == [], f"{table['id']} at {width} px{after}: ranked measure off screen: {off}"
+
+
 LINKS = """() => [...document.querySelectorAll('a[href^="#family-"]')].map(a => {
   const id = a.getAttribute('href').slice(1);
   return {id, found: document.getElementById(id) !== null};
@@ -97,12 +128,20 @@ def test_the_page_has_readable_plots_and_no_sideways_scroll(device: str, page_pa
                              "d.clientWidth).length")
         if device == "narrow":
             assert wide >= 1  # the wide tables are there, and scroll inside their own box
+        sizes = page.evaluate("() => [document.scrollingElement.scrollWidth, window.innerWidth]")
+        assert sizes[0] <= sizes[1], f"the page scrolls sideways at {width} px: {sizes}"
+        _ranked_measure_on_screen(page, width, "")
+        assert page.evaluate(BARE) and all(re.match(r"^n/a \(.+\)$", t) for t in page.evaluate(BARE)), \
+            f"a bare n/a at {width} px: {page.evaluate(BARE)}"
         links = page.evaluate(LINKS)
         assert [link["id"] for link in links if not link["found"]] == [], "per-family links without their row"
         folder = Path(os.environ.get("DREAMER_GYM_SCREENSHOTS") or tmp_path)
         folder.mkdir(parents=True, exist_ok=True)
         size = _save_screenshot(page.screenshot(full_page=True), folder / f"leaderboard-{device}-{width}px.png")
         assert 0 < size < 400_000
+        if device == "desktop":  # scrolled to their far right, the tables keep rank, name and measure in view
+            page.evaluate(SCROLL_TABLES_RIGHT)
+            _ranked_measure_on_screen(page, width, " with its table scrolled right")
     finally:
         page.close()
 
@@ -133,6 +172,24 @@ def test_a_board_without_empty_and_oracle_plots_the_track_score_and_says_so() ->
     for cell in cells:  # the table's rank (shared or not) beside the name
         assert f"{cell[header.index('rank')]} {cell[header.index('consolidator')]}" in svg
     assert plot_svg(board) == svg  # deterministic: the same results render the same page
+
+
+def test_a_board_ranks_by_its_third_column_and_says_why_a_cell_is_empty() -> None:
+    """Without `empty` and `oracle` rows the board ranks by track score: that column comes third, marked as the
+    measure on the page, and the normalised columns say why they are empty, as do a reference's."""
+    reference = _record("the reference", 0.03)
+    reference["consolidator"]["kind"] = "reference"
+    board = build_board("scienceworld", [_record("mine", 0.02), _record("theirs", 0.01), reference])
+    header, cells = table_rows(board)
+    assert header[:3] == ["rank", "consolidator", ranked_header(board)] == ["rank", "consolidator", "track score"]
+    assert [c[1] for c in cells] == ["mine", "theirs", "the reference"]  # ranked by track score, reference apart
+    for row, cell in zip(board.rows, cells):
+        assert row.score_ci is not None and cell[2] == f"{row.score:+.4f} [{row.score_ci[0]:+.4f}, {row.score_ci[1]:+.4f}]"
+    empty = [c for row in cells + comparison_rows(board)[1] for c in row if c.startswith("n/a")]
+    assert "n/a (no empty and oracle rows)" in empty and "n/a (it is the reference)" in empty
+    assert all(re.match(r"^n/a \(.+\)$", c) for c in empty), empty
+    page = html_page([board])
+    assert '<th class="measure">track score</th>' in page and page.count('<tr class="ranked">') == 2
 
 
 def test_a_per_family_cell_is_a_link_in_html_and_markdown() -> None:
