@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -72,12 +73,15 @@ def _default(f: dataclasses.Field[Any]) -> Any:
 
 def add_dataclass_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls: type, *,
                             skip: Iterable[str] = (), prefix: str = "", dest_prefix: str = "",
-                            help_suffix: str | None = None) -> list[str]:
+                            help_suffix: str | None = None, given: Mapping[str, Any] | None = None,
+                            given_by: str = "") -> list[str]:
     """Add one ``--{prefix}{kebab-name}`` flag per CLI field of ``cls``; its value lands in
     ``args.<dest_prefix><name>`` (None when not given). Returns the option strings added.
 
     ``help_suffix`` replaces the note "(default: <the dataclass default>)" (none for a None default);
-    ``{default}`` in it is filled in. ``field.metadata["choices"]`` becomes the flag's choices.
+    ``{default}`` in it is filled in. ``given`` holds the values a config file ``given_by`` sets (the ones a run
+    will use where no flag overrides them): those fields' note says so instead, so ``--help`` prints the default
+    that is used. ``field.metadata["choices"]`` becomes the flag's choices.
     """
     added = []
     for f, kind, is_tuple in cli_fields(cls, skip):
@@ -85,6 +89,8 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser | argparse._Argument
         default = _default(f)
         note = "" if default is None else (help_suffix if help_suffix is not None else "(default: {default})")
         note = note.format(default=default)
+        if given is not None and f.name in given:
+            note = f"(default: {given[f.name]}, from {given_by})"
         text = " ".join(p for p in (f.metadata.get("help", ""), note) if p)
         # field docs are prose, not argparse format strings: a literal "%" must not break --help
         kwargs: dict[str, Any] = {"dest": f"{dest_prefix}{f.name}", "default": None, "help": text.replace("%", "%%")}
@@ -125,24 +131,51 @@ def recipes_dir() -> Path:
     return Path(str(resources.files("dreamer_gym") / "data" / "configs"))
 
 
-def recipe_names() -> tuple[str, ...]:
-    return tuple(sorted(p.stem for p in recipes_dir().glob("*.yaml")))
+def recipe_target(path: Path, default_algo: str | None = None) -> tuple[str, str | None]:
+    """The command a recipe is for and, for ``train``, its ``--algo`` (``default_algo`` where the line names none),
+    read off its first line: ``# dreamer-gym CMD --config NAME [--algo ALGO]`` (a test checks every recipe has it)."""
+    words = path.read_text().splitlines()[0].split() if path.is_file() else []
+    command = words[2] if len(words) > 2 and words[:2] == ["#", "dreamer-gym"] else ""
+    algo = words[words.index("--algo") + 1] if "--algo" in words[:-1] else default_algo
+    return command, algo if command == "train" else None
 
 
-def resolve_config(value: str | Path) -> Path:
+def recipe_names(command: str | None = None, algo: str | None = None, default_algo: str | None = None,
+                 ) -> tuple[str, ...]:
+    """The shipped recipes; with ``command`` (and for ``train`` an ``algo``), only those that command reads."""
+    paths = sorted(recipes_dir().glob("*.yaml"))
+    if command is not None:
+        paths = [p for p in paths if recipe_target(p, default_algo) == (command, algo if command == "train" else None)]
+    return tuple(p.stem for p in paths)
+
+
+def _recipe_for(target: tuple[str, str | None]) -> str:
+    command, algo = target
+    return f"`dreamer-gym {command}{f' --algo {algo}' if algo else ''}`"
+
+
+def resolve_config(value: str | Path, command: str | None = None, algo: str | None = None,
+                   default_algo: str | None = None) -> Path:
     """``--config``'s value as a file: a bare name (no ``.yaml``/``.yml``, no slash) is a shipped recipe, anything
-    else a path.
+    else a path. With ``command`` (and ``algo``), a recipe must be that command's: a recipe of another command or
+    algorithm fails here, naming the one it is for, instead of on its first unknown key.
 
     Raises:
-        ConfigError: no such recipe or file; the message lists the shipped recipes.
+        ConfigError: no such recipe or file, or a recipe of another command; the message lists the command's own.
     """
     text = str(value)
     bare = "/" not in text and "\\" not in text and not text.endswith((".yaml", ".yml"))
     path = recipes_dir() / f"{text}.yaml" if bare else Path(text).expanduser()
+    own = recipe_names(command, algo, default_algo) if command is not None else recipe_names()
+    whose = f"{_recipe_for((command, algo if command == 'train' else None))}'s" if command else "the shipped"
     if path.is_file():
+        target = recipe_target(path, default_algo)
+        if bare and command is not None and target != (command, algo if command == "train" else None):
+            raise ConfigError(f"recipe {text!r} is for {_recipe_for(target)}; run that, or pass one of {whose} "
+                              f"recipes: {', '.join(own) or 'none shipped'}")
         return path
     what = f"no shipped recipe {text!r}" if bare else f"config file {text} does not exist"
-    raise ConfigError(f"{what}; pass a YAML path or one of the shipped recipes: {', '.join(recipe_names())}")
+    raise ConfigError(f"{what}; pass a YAML path or one of {whose} recipes: {', '.join(own) or 'none shipped'}")
 
 
 def apply_config_file(parser: argparse.ArgumentParser, path: str | Path) -> None:
@@ -169,7 +202,13 @@ def apply_config_file(parser: argparse.ArgumentParser, path: str | Path) -> None
                            if a.dest not in ("help", "config") and a.help != argparse.SUPPRESS)
             raise ConfigError(f"Unknown key {key!r} in {path}; known keys (the {parser.prog} flags): {known}")
         defaults[action.dest] = _convert(action, value, key, path)
+        if action.help:  # --help prints the default a run uses: the file's
+            shown = str(value).replace("%", "%%")
+            action.help = f"{_DEFAULT_NOTE.sub('', action.help)} (default: {shown}, from {Path(path).name})"
     parser.set_defaults(**defaults)
+
+
+_DEFAULT_NOTE = re.compile(r"\s*\((?:[^()]*\s)?default: [^()]*\)\s*$")  # a help's trailing "(... default: X)"
 
 
 def _convert(action: argparse.Action, value: Any, key: str, path: str | Path) -> Any:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Iterable, Sequence
+from typing import NoReturn
 
 import gymnasium
 
-from dreamer_gym.errors import DreamerGymError, EvaluationFailed
+from dreamer_gym.errors import ConfigError, DreamerGymError, EvaluationFailed
 from dreamer_gym.evaluation.failures import one_line
 from dreamer_gym.llm.available import BACKEND_NEEDS
 from dreamer_gym.registry import importable
@@ -34,6 +35,20 @@ EXTRA_OF: dict[str, str] = {
     **dict.fromkeys(("browsergym", "miniwob", "playwright"), "web"),
     "jsonschema": "leaderboard", "matplotlib": "plots",
 }
+
+
+class ArgumentsError(ConfigError):
+    """A bad command line (an unknown flag, a value of the wrong type, a missing argument): one line, exit 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line with a hint, not the whole usage then the error: it raises
+    :class:`ArgumentsError`, which ``main`` prints as every other expected error. Subparsers get the same class
+    (argparse's ``add_subparsers`` defaults its ``parser_class`` to the parser's own), so every subcommand and the
+    ``leaderboard`` sub-subcommands answer alike."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        raise ArgumentsError(f"{message} (`{self.prog} --help` lists the flags)")
 
 
 def debug_requested(argv: Sequence[str]) -> bool:

@@ -91,7 +91,8 @@ def test_env_and_llm_flags_are_generated_from_the_config_dataclasses() -> None:
     field is a flag for both sides and, with --consolidator-/--agent-, for one side. Only given flags are sent."""
     import dataclasses
 
-    from dreamer_gym.cli import ENV_SKIP, _env_kwargs, _llm_config, parse_args
+    from dreamer_gym.cli import parse_args
+    from dreamer_gym.commands.flags import ENV_SKIP, env_kwargs, llm_config
     from dreamer_gym.cli_args import cli_fields
     from dreamer_gym.envs.config import ConsolidationConfig
     from dreamer_gym.llm.config import LLMConfig
@@ -100,7 +101,7 @@ def test_env_and_llm_flags_are_generated_from_the_config_dataclasses() -> None:
     assert env_fields == {f.name for f in dataclasses.fields(ConsolidationConfig)} - set(ENV_SKIP)
     args = parse_args(["consolidate"])
     assert {d[4:] for d in vars(args) if d.startswith("env.")} == env_fields
-    assert _env_kwargs(args) == {}  # nothing given: gym.make gets the registered id's values
+    assert env_kwargs(args) == {}  # nothing given: gym.make gets the registered id's values
     llm_fields = {f.name for f, _, _ in cli_fields(LLMConfig)}
     assert llm_fields == {f.name for f in dataclasses.fields(LLMConfig)} - {"engine_kwargs"}  # a tuple of pairs
     for prefix in ("llm.", "consolidator_llm.", "agent_llm."):
@@ -108,41 +109,44 @@ def test_env_and_llm_flags_are_generated_from_the_config_dataclasses() -> None:
 
     args = parse_args(["evaluate", "--eval-in-family", "2", "--max-region-entries", "8", "--size-coef", "0.5",
                        "--reward-agent", "llm", "--model", "m", "--agent-backend", "vllm", "--timeout-s", "9"])
-    kwargs = _env_kwargs(args)
+    kwargs = env_kwargs(args)
     assert {k: kwargs[k] for k in ("eval_in_family", "max_region_entries", "size_coef")} == {
         "eval_in_family": 2, "max_region_entries": 8, "size_coef": 0.5}
     assert kwargs["llm"] == LLMConfig(backend="vllm", model="m", timeout_s=9.0).to_dict()
-    assert _llm_config(args, "consolidator") == LLMConfig(model="m", timeout_s=9.0).to_dict()
+    assert llm_config(args, "consolidator") == LLMConfig(model="m", timeout_s=9.0).to_dict()
 
 
 def test_the_ray_executor_is_chosen_on_the_command_line() -> None:
-    from dreamer_gym.cli import _env_kwargs, parse_args
+    from dreamer_gym.cli import parse_args
+    from dreamer_gym.commands.flags import env_kwargs
     from dreamer_gym.envs.config import ConsolidationConfig
 
-    kwargs = _env_kwargs(parse_args(["consolidate", "--executor", "ray", "--workers", "4",
+    kwargs = env_kwargs(parse_args(["consolidate", "--executor", "ray", "--workers", "4",
                                      "--ray-address", "10.0.0.5:6379"]))
     assert kwargs == {"executor": "ray", "workers": 4, "ray_address": "10.0.0.5:6379"}
     assert ConsolidationConfig(**kwargs).executor_options() == {"address": "10.0.0.5:6379"}
 
 
 def test_old_flag_names_still_parse_to_the_new_fields() -> None:
-    from dreamer_gym.cli import _env_kwargs, _llm_config, parse_args
+    from dreamer_gym.cli import parse_args
+    from dreamer_gym.commands.flags import env_kwargs, llm_config
 
     args = parse_args(["consolidate", "--episodes", "1", "--other", "0", "--region-entries", "8", "--timeout", "3"])
-    assert _env_kwargs(args) == {"eval_in_family": 1, "eval_other": 0, "max_region_entries": 8}
-    assert _llm_config(args, "agent")["timeout_s"] == 3.0
+    assert env_kwargs(args) == {"eval_in_family": 1, "eval_other": 0, "max_region_entries": 8}
+    assert llm_config(args, "agent")["timeout_s"] == 3.0
     assert vars(parse_args(["validity", "--episodes", "2"]))["study.episodes_per_family"] == 2
 
 
 def test_a_config_file_supplies_flag_values_and_the_command_line_wins(tmp_path: Path) -> None:
-    from dreamer_gym.cli import _env_kwargs, parse_args
+    from dreamer_gym.cli import parse_args
+    from dreamer_gym.commands.flags import env_kwargs
 
     config = tmp_path / "run.yaml"
     config.write_text("consolidator: [keep-all, random]\nseeds: [0, 1]\neval_in_family: 2\n"
                       "max-tool-calls: 8\nmodel: m\nquiet: true\n")
     args = parse_args(["consolidate", "--config", str(config), "--eval-in-family", "1"])
     assert args.consolidator == "keep-all,random" and args.seeds == [0, 1] and args.quiet
-    assert _env_kwargs(args) == {"eval_in_family": 1, "max_tool_calls": 8}
+    assert env_kwargs(args) == {"eval_in_family": 1, "max_tool_calls": 8}
     assert vars(args)["llm.model"] == "m"
 
 

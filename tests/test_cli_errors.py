@@ -38,11 +38,12 @@ def dreamer_gym(*args: str, blocked: str = "", env: dict[str, str] | None = None
 
 
 def assert_one_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
-    """Exit code 2, no traceback, exactly one error line, which holds every needle; returns that line."""
+    """Exit code 2, no traceback, no usage dump: stderr is exactly one error line, which holds every needle;
+    returns that line."""
     assert proc.returncode == 2, (proc.returncode, proc.stderr[-3000:])
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
-    assert len(errors) == 1, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "usage:" not in proc.stderr, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and "error:" in errors[0], proc.stderr[-3000:]
     for needle in needles:
         assert needle in errors[0], (needle, errors[0])
     return errors[0]
@@ -53,14 +54,15 @@ BAD_ARGUMENTS = [
     (["acquire", "--suite", "no-such-suite", "--out", f"{MISSING}/pool.json.gz"], ["Expected `suite`", "scienceworld"]),
     (["consolidate", "--env", TYPO], ["Did you mean: `MemoryConsolidation-ScienceWorld`"]),
     (["consolidate", "--consolidator", "keep-all,magic"], ["unknown consolidator 'magic'", "keep-all"]),
-    (["consolidate", "--config", "no-such-recipe"], ["no shipped recipe 'no-such-recipe'", "fixed", "oplevel-cpu"]),
+    (["consolidate", "--config", "no-such-recipe"], ["no shipped recipe 'no-such-recipe'", "consolidate`'s recipes: fixed"]),
+    (["consolidate", "--seeds", "a"], ["argument --seeds: invalid int value: 'a'", "`dreamer-gym consolidate --help`"]),
     (["evaluate", "--env", "NoSuchEnv-v0"], ["`NoSuchEnv` doesn't exist", "MemoryConsolidation-ScienceWorld-v0"]),
     (["evaluate", "--config", f"{MISSING}/run.yaml"], [f"config file {MISSING}/run.yaml does not exist"]),
     (["evaluate", "--consolidator", "keep-all,oracle"], ["evaluate takes one consolidator"]),
     (["evaluate", "--env", "MemoryConsolidation-ALFWorld-v0", "--reward-agent", "llm"], ["has no LLM-agent variant"]),
     (["evaluate", "--eval-in-family", "many"], ["--eval-in-family: invalid int value: 'many'"]),
     (["validity", "--env", TYPO], ["Did you mean"]),
-    (["validity", "--config", "fixed"], ["Unknown key 'consolidator'"]),  # a recipe of another command
+    (["validity", "--config", "fixed"], ["recipe 'fixed' is for `dreamer-gym consolidate`"]),  # another command's
     (["power", "--env", "NoSuchEnv-v0"], ["`NoSuchEnv` doesn't exist"]),
     (["learnability", "--rules", "keep-all", "magic"], ["Unknown rule(s) ['magic'] in `rules`", "merge-all"]),
     (["train", "--config", "no-such-recipe"], ["no shipped recipe 'no-such-recipe'", "grpo-smollm2-cpu"]),
@@ -147,12 +149,12 @@ def test_the_parallel_env_without_pettingzoo_names_its_extra() -> None:
 
 # --- failure reasons under the tables ---------------------------------------------------------------------------
 def test_failures_are_listed_once_per_reason_with_their_count() -> None:
-    from dreamer_gym.cli import _reasons, failure_lines
+    from dreamer_gym.commands.consolidate import failure_lines, reasons
     from dreamer_gym.errors import EvaluationFailed, LLMTimeout
 
     timeout = LLMTimeout("generation took 135.9 s against timeout_s=120")
     failed = EvaluationFailed("2 of 4 episodes did not run", errors=("SuiteError: the JVM died",))
-    results = {"prompted": [{"error": f"{type(e).__name__}: {e}", "reasons": _reasons(e)}
+    results = {"prompted": [{"error": f"{type(e).__name__}: {e}", "reasons": reasons(e)}
                             for e in (timeout, timeout, failed)] + [{"return": 0.1}]}
     assert failure_lines(results).splitlines() == [
         "failed: 2 x LLMTimeout: generation took 135.9 s against timeout_s=120",
@@ -207,12 +209,13 @@ def test_consolidators_is_a_deprecated_alias_of_consolidator() -> None:
 # --- train: the config's fields as flags ----------------------------------------------------------------------
 def test_train_flags_override_the_recipe() -> None:
     pytest.importorskip("torch")
-    from dreamer_gym.cli import _train_config, parse_args
+    from dreamer_gym.cli import parse_args
+    from dreamer_gym.commands.train import train_config
     from dreamer_gym.methods.oplevel.config import OpLevelConfig
 
     args = parse_args(["train", "--algo", "oplevel", "--config", "oplevel-cpu", "--group-size", "2",
                        "--region-seeds", "0", "1", "--env-overrides", '{"eval_in_family": 1}'])
-    config = _train_config(args, OpLevelConfig)
+    config = train_config(args, OpLevelConfig)
     recipe = OpLevelConfig.load(args.train_config)
     assert (config.group_size, config.region_seeds, config.env_overrides) == (2, (0, 1), {"eval_in_family": 1})
     assert config.steps == recipe.steps == 12 and config.hidden == recipe.hidden  # the rest is the recipe's

@@ -8,6 +8,7 @@ from typing import Any
 
 from dreamer_gym.agents import DownstreamAgent, EpisodeResult
 from dreamer_gym.errors import LLMError
+from dreamer_gym.interrupts import is_interrupt
 from dreamer_gym.memory import MemoryEntry
 from dreamer_gym.suites import SuiteSpec, get_suite_spec
 from dreamer_gym.suites.base import EpisodeTask, TaskSuite
@@ -62,7 +63,8 @@ def play_guarded(
 ) -> EpisodeResult:
     """Play one episode; if the simulator fails, restart it and try once more, then record the failure
     as a result with ``error`` set (score 0, never cached) so the evaluation goes on. An LLM failure
-    (server down, timeout) is recorded at once: restarting the simulator would not help."""
+    (server down, timeout) is recorded at once: restarting the simulator would not help. An interrupt is no
+    failure: it goes on up as a KeyboardInterrupt, whatever error py4j dressed it in."""
     error = ""
     for _attempt in range(2):
         try:
@@ -71,6 +73,8 @@ def play_guarded(
             logger.warning("episode %s failed in the LLM backend: %s", task, exc)
             return EpisodeResult(task, 0.0, 0.0, 0, False, (), error=f"{type(exc).__name__}: {exc}"[:500])
         except Exception as exc:  # noqa: BLE001 - a simulator crash must not end the sweep
+            if is_interrupt(exc):  # Ctrl-C in disguise (py4j re-raises it as another error): not a crash
+                raise KeyboardInterrupt from exc
             error = f"{type(exc).__name__}: {exc}"[:500]
             logger.warning("episode %s failed (%s); restarting the simulator", task, error)
             simulator.discard()

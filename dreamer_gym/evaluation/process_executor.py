@@ -28,6 +28,7 @@ from dreamer_gym.errors import ConfigError, SuiteError
 from dreamer_gym.evaluation.episodes import EvalTask
 from dreamer_gym.evaluation.executors import Executor, OnResult
 from dreamer_gym.evaluation.play import Simulator, play_guarded
+from dreamer_gym.interrupts import started_ignoring_sigint
 from dreamer_gym.suites import SuiteSpec, register_suite
 
 logger = logging.getLogger(__name__)
@@ -193,7 +194,8 @@ class LocalProcessExecutor:
         parent, child = self._context.Pipe()
         process = self._context.Process(target=_worker_loop, args=(self._payload, child),
                                         name=f"dreamer-eval-{self.spec.name}")
-        process.start()
+        with started_ignoring_sigint():  # Ctrl-C is the parent's: it stops its busy workers (interrupts.py)
+            process.start()
         child.close()
         return _Worker(process, parent)
 

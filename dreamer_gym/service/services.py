@@ -34,6 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 from dreamer_gym.contract.config import ConsolidationConfig
 from dreamer_gym.contract.registry import SERVICES
 from dreamer_gym.errors import ConfigError, RewardServiceError
+from dreamer_gym.interrupts import started_ignoring_sigint
 from dreamer_gym.service.messages import (
     PROCESS_DIAGNOSTICS,
     SERVICE_OPERATIONS,
@@ -213,6 +214,8 @@ def serve(conn: Connection) -> None:
                 conn.send(_answer(referee, *request))
             except Exception as exc:  # noqa: BLE001 - reported to the client, which raises it
                 conn.send(_Failed(exc))
+    except (BrokenPipeError, EOFError):  # the client is gone (interrupted, or closed mid-request): nobody to answer
+        return
     finally:
         if referee is not None:
             referee.close()
@@ -318,6 +321,7 @@ class ProcessRewardService(ForwardingService):
         self._conn: _Duplex | None = None
         self._public: PublicPool | None = None
         self._started = False
+        self._busy = False  # a request sent whose reply is not read yet
         self._tickets: OrderedDict[str, tuple[str, int, str, int]] = OrderedDict()  # live ones, for a restart
         self.restarts = 0
 
@@ -331,14 +335,17 @@ class ProcessRewardService(ForwardingService):
         return self._call("pid")
 
     def close(self) -> None:
+        """Stop the process: asked to, when it is idle; at once (SIGTERM: it still closes its simulators) when a
+        request's reply was never read (an interrupt unwinding through here: its answer has no reader)."""
         process, conn, self._process, self._conn = self._process, self._conn, None, None
+        busy, self._busy = self._busy, False
         if process is None or conn is None:
             return
         try:
             conn.send(None)
         except OSError:
             pass  # already dead
-        _stop(process, conn, _STOP_TIMEOUT_S)
+        _stop(process, conn, 0.0 if busy else _STOP_TIMEOUT_S)
         atexit.unregister(self.close)
 
     # --- the process ---------------------------------------------------------------------------------------------
@@ -346,12 +353,14 @@ class ProcessRewardService(ForwardingService):
         payload = encode(op, args, self.request_cap)
         while True:
             conn = self._ensure()
+            self._busy = True  # until the reply is read: a close() meanwhile (an interrupt) stops the process at once
             try:
                 conn.send_bytes(payload)
                 reply = conn.recv()
             except (EOFError, OSError) as exc:
                 self._died(exc)
                 continue
+            self._busy = False
             self._remember(op, args, reply)
             if isinstance(reply, _Failed):
                 raise reply.exc
@@ -379,10 +388,11 @@ class ProcessRewardService(ForwardingService):
         to_child_r, to_child_w = os.pipe()
         to_parent_r, to_parent_w = os.pipe()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # as "spawn" would
-        process = subprocess.Popen(
-            [sys.executable, "-m", "dreamer_gym.service.service_main", str(to_child_r), str(to_parent_w)],
-            pass_fds=(to_child_r, to_parent_w), env=env, stdin=subprocess.DEVNULL,
-        )
+        with started_ignoring_sigint():  # Ctrl-C is this process's to handle; it stops the service (interrupts.py)
+            process = subprocess.Popen(
+                [sys.executable, "-m", "dreamer_gym.service.service_main", str(to_child_r), str(to_parent_w)],
+                pass_fds=(to_child_r, to_parent_w), env=env, stdin=subprocess.DEVNULL,
+            )
         os.close(to_child_r)
         os.close(to_parent_w)
         conn = _Duplex(to_parent_r, to_child_w)
@@ -392,6 +402,9 @@ class ProcessRewardService(ForwardingService):
         except (EOFError, OSError) as exc:
             _stop(process, conn, 0.0)
             raise RewardServiceError(f"the reward service process exited while starting (code {process.poll()})") from exc
+        except BaseException:  # interrupted while it starts: it is nobody's to close yet, so stop it here
+            _stop(process, conn, 0.0)
+            raise
         if isinstance(hello, _Failed):
             _stop(process, conn, _STOP_TIMEOUT_S)
             raise hello.exc

@@ -47,7 +47,7 @@ OPTIONS: tuple[str, ...] = ("probe", "check", "resume")  # train's flags that no
 class TrainOptions:
     """What ``train`` hands every algorithm besides its config: the flags outside the config dataclass."""
 
-    config_path: Path  # the --config YAML (a recipe, for an algorithm without a config class)
+    config_path: Path | None = None  # the --config YAML (a recipe, for an algorithm without a config class)
     quiet: bool = False  # no progress bars
     probe: int = 0  # grpo: play this many groups per family with the untrained policy instead of training
     check: bool = False  # trl: validate the recipe and exit
@@ -100,12 +100,14 @@ class Algorithm:
             raise ConfigError(f"{', '.join(refused)} {'is' if len(refused) == 1 else 'are'} not for --algo {self.name} "
                               f"(it takes {takes}); drop {'it' if len(refused) == 1 else 'them'}")
 
-    def load_config(self, path: str | Path, overrides: dict[str, Any]) -> Any:
-        """The config from ``path``'s YAML with the non-None ``overrides`` (the flags given) on top; None when the
-        algorithm has no config class."""
+    def load_config(self, path: str | Path | None, overrides: dict[str, Any]) -> Any:
+        """The config from ``path``'s YAML (None: the config class's defaults) with the non-None ``overrides`` (the
+        flags given) on top; None when the algorithm has no config class."""
         cls = self.config_class()
         if cls is None:
             return None
+        if path is None:
+            return cls(**{k: v for k, v in overrides.items() if v is not None})
         if hasattr(cls, "load"):
             return cls.load(path, **overrides)
         data = yaml.safe_load(Path(path).read_text()) or {}
