@@ -110,7 +110,7 @@ def scripted_calls(seed: int, family: str, **settings: Any) -> list[str]:
         ids = [entry["id"] for entry in info["region"]][:3]
     finally:
         env.close()
-    return [json.dumps({"tool": "search", "query": "thermometer"}), '{"tool": "keep", "ids": ',
+    return [json.dumps({"tool": "search", "query": "thermometer"}), '{"tool": "keep", "ids":',
             json.dumps({"tool": "keep", "ids": ids}), json.dumps({"tool": "commit"})]
 
 
@@ -147,7 +147,7 @@ def verifiers_rewards(base_url: str, model: str, seeds: Sequence[int], families:
                                          experiment=experiment)
     env = ConsolidationEnvConfig(taskset=taskset)
     with tempfile.TemporaryDirectory() as scratch:
-        config = EvalConfig(env=env, model=model, client=vf.EvalClientConfig(base_url=base_url, api_key_var="PATH"),
+        config = EvalConfig(env=env, model=model, client=vf.EvalClientConfig(base_url=base_url, api_key_var="OPENAI_API_KEY"),
                             sampling=vf.SamplingConfig(**(sampling or {})), num_rollouts=num_rollouts,
                             max_concurrent=max_concurrent, rich=None, push=False,
                             output_dir=Path(output_dir or scratch))
