@@ -41,6 +41,11 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	@# and client need only what the llm extra brings plus fastmcp (docs/byo.md)
 	$(BIN)/python -m pip install -q --no-deps -c constraints.txt openenv-core==0.3.0
 	$(BIN)/python -m pip install -q -c constraints.txt "fastmcp-slim[client]==4.2.3"
+	@# verifiers (`vf-eval dreamer-gym-verifiers`, docs/verifiers.md): it pins openai<3 and mcp==2.0.0 against the llm
+	@# extra's 3.57.0 and 2.3.0 and runs on ours; --no-deps, then the packages it imports that we lack
+	$(BIN)/python -m pip install -q --no-deps -c constraints.txt verifiers==0.4.0
+	$(BIN)/python -m pip install -q -c constraints.txt gepa==0.1.4 math-verify==0.9.0 "prime-pydantic-config[toml]==0.4.3" \
+	    prime-runs==0.1.4 prime-sandboxes==0.5.1 prime-tunnel==0.1.15 "renderers[multimodal]==0.1.12" tenacity==9.2.1 tomli-w==1.2.0
 	touch $@
 
 # The main job on the embedded defaults: fixed consolidators, random, the oracle and the prompted LLM through the
