@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import re
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -204,11 +203,15 @@ def apply_config_file(parser: argparse.ArgumentParser, path: str | Path) -> None
         defaults[action.dest] = _convert(action, value, key, path)
         if action.help:  # --help prints the default a run uses: the file's
             shown = str(value).replace("%", "%%")
-            action.help = f"{_DEFAULT_NOTE.sub('', action.help)} (default: {shown}, from {Path(path).name})"
+            action.help = f"{_without_default_note(action.help)} (default: {shown}, from {Path(path).name})"
     parser.set_defaults(**defaults)
 
 
-_DEFAULT_NOTE = re.compile(r"\s*\((?:[^()]*\s)?default: [^()]*\)\s*$")  # a help's trailing "(... default: X)"
+def _without_default_note(text: str) -> str:
+    """``text`` without its trailing ``(... default: X)`` note (X may hold parentheses: a tuple)."""
+    at = text.rfind("default: ")
+    start = text.rfind("(", 0, at)
+    return text[:start].rstrip() if at >= 0 and start >= 0 and text.endswith(")") else text
 
 
 def _convert(action: argparse.Action, value: Any, key: str, path: str | Path) -> Any:

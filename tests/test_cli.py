@@ -199,3 +199,127 @@ def test_every_subcommand_help_renders() -> None:
         text = p.format_help()
         assert f"dreamer-gym {name}" in text and "--" in text, name
     assert "bank seed % banks" in sub.choices["validity"].format_help()
+
+
+# --- help agrees with behaviour (issue 39 item 5) -----------------------------------------------------------------
+def _help_defaults(parser_help: str) -> dict[str, str]:
+    """``--flag ... (default: X[, from FILE])`` of a help text formatted unwrapped (COLUMNS set wide), by flag."""
+    import re
+
+    found, flag = {}, None
+    for line in parser_help.splitlines():
+        if line.startswith("  -"):
+            flag = line.split()[0].rstrip(",")
+        match = re.search(r"\(default: (.*?)(?:, from [^()]*)?\)$", line)
+        if match and flag:
+            found[flag] = match.group(1)
+    return found
+
+
+@pytest.mark.parametrize("argv", [["train", "--algo", "oplevel"], ["train", "--algo", "oplevel", "--config", "oplevel-cpu"],
+                                  ["train", "--algo", "sb3"], ["train", "--algo", "sb3", "--config", "sb3-maskable-ppo-cpu"]],
+                         ids=["oplevel", "oplevel-recipe", "sb3", "sb3-recipe"])
+def test_train_help_prints_the_defaults_a_run_uses(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every scalar default ``train --help`` prints is the value of the config the run builds: the dataclass's
+    without --config (which is optional: every field has a default), the recipe's with it (the SB3 recipe's output
+    folder is ``runs/sb3-oplevel-seed0``, not the dataclass's ``runs/sb3-oplevel``)."""
+    pytest.importorskip("sb3_contrib")
+    from dreamer_gym.cli import build_parser, parse_args
+    from dreamer_gym.cli_args import subparser
+    from dreamer_gym.commands.train import train_config
+
+    monkeypatch.setenv("COLUMNS", "2000")  # argparse wraps at the terminal's width: one line per flag
+    from dreamer_gym.training.algorithms import ALGORITHMS
+
+    shown = _help_defaults(subparser(build_parser(argv), "train").format_help())
+    args = parse_args(argv)
+    config = train_config(args, ALGORITHMS.get(args.algo).config_class())
+    scalars = {f"--{k.replace('_', '-')}": v for k, v in vars(config).items() if isinstance(v, (str, int, float))}
+    assert "--output-dir" in shown and set(scalars) <= set(shown), sorted(set(scalars) - set(shown))
+    for flag, value in scalars.items():
+        assert shown[flag] == str(value), (flag, shown[flag], value)
+    if "sb3-maskable-ppo-cpu" in argv:
+        assert config.output_dir == shown["--output-dir"] == "runs/sb3-oplevel-seed0"
+
+
+def test_a_recipe_file_s_values_are_the_defaults_help_prints(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dreamer_gym.cli import build_parser, parse_args
+    from dreamer_gym.cli_args import apply_config_file, resolve_config, subparser
+
+    monkeypatch.setenv("COLUMNS", "2000")
+    parser = subparser(build_parser(), "validity")
+    apply_config_file(parser, resolve_config("validity", "validity"))
+    shown = _help_defaults(parser.format_help())
+    args = parse_args(["validity", "--config", "validity"])
+    assert shown["--env"] == args.env == "MemoryConsolidation-ScienceWorld-v0"
+    assert shown["--seeds"] == "[0, 1, 2, 3, 4, 5]" and vars(args)["study.seeds"] == [0, 1, 2, 3, 4, 5]
+
+
+def test_train_lists_and_takes_only_its_algorithm_s_recipes() -> None:
+    pytest.importorskip("sb3_contrib")
+    from dreamer_gym.cli import build_parser, parse_args
+    from dreamer_gym.cli_args import subparser
+    from dreamer_gym.errors import ConfigError
+
+    text = " ".join(subparser(build_parser(["train", "--algo", "sb3"]), "train").format_help().split())
+    assert "shipped recipe: sb3-maskable-ppo-cpu " in text and "oplevel-cpu" not in text and "fixed" not in text
+    with pytest.raises(ConfigError, match=r"recipe 'oplevel-cpu' is for `dreamer-gym train --algo oplevel`.*"
+                                          r"sb3-maskable-ppo-cpu$"):
+        parse_args(["train", "--algo", "sb3", "--config", "oplevel-cpu"])
+    with pytest.raises(ConfigError, match=r"recipe 'fixed' is for `dreamer-gym consolidate`"):
+        parse_args(["train", "--algo", "sb3", "--config", "fixed"])
+    with pytest.raises(ConfigError, match=r"train --algo trl needs --config.*grpo-trl-smollm2-cpu"):
+        parse_args(["train", "--algo", "trl"])
+
+
+def test_consolidate_and_evaluate_take_the_same_filter_flags() -> None:
+    from dreamer_gym.cli import build_parser, parse_args
+    from dreamer_gym.cli_args import subparser
+
+    def group(command: str) -> set[str]:
+        [g] = [g for g in subparser(build_parser(), command)._action_groups if g.title == "which episodes"]
+        return {s for a in g._group_actions for s in a.option_strings}
+
+    assert group("consolidate") == group("evaluate") == {"--families", "--max-families", "--seeds"}
+    args = parse_args(["consolidate", "--families", "a,b,c", "--max-families", "2", "--seeds", "3", "4"])
+    assert (args.families, args.max_families, args.seeds) == ("a,b,c", 2, [3, 4])
+
+
+@pytest.mark.parametrize("argv, needles", [
+    (["consolidate", "--seeds", "a"], ["--seeds: invalid int value: 'a'", "`dreamer-gym consolidate --help`"]),
+    (["train", "--algo", "sb4"], ["--algo", "did you mean 'sb3'", "`dreamer-gym train --help`"]),
+    (["evaluate", "--max-families", "x"], ["--max-families: invalid int value"]),
+    (["leaderboard", "submit", "--consolidator", "keep-all"], ["required: --track",
+                                                               "`dreamer-gym leaderboard submit --help`"]),
+    (["power", "--track", "/nonexistent/mine.yaml"], ["no track file /nonexistent/mine.yaml"]),
+])
+def test_argument_errors_are_one_line_with_a_hint_and_no_usage(argv: list[str], needles: list[str],
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from dreamer_gym.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    [line] = err.splitlines()
+    assert "usage:" not in err and line.startswith(f"dreamer-gym {argv[0]}"), err
+    for needle in needles:
+        assert needle in line, (needle, line)
+
+
+def test_power_and_learnability_take_a_track_file(tmp_path: Path) -> None:
+    """``--track`` takes a track's YAML file as well as a name: the file is checked and known by its own name."""
+    import yaml
+
+    from dreamer_gym.cli import parse_args
+    from dreamer_gym.errors import ConfigError
+    from dreamer_gym.leaderboard.tracks import load_track, tracks_dir
+
+    data = yaml.safe_load((tracks_dir() / "scienceworld.yaml").read_text())
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump({**data, "name": "cli-test-mine", "banks": data["banks"][:2]}))
+    assert parse_args(["power", "--track", "scienceworld", str(mine)]).track == ["scienceworld", "cli-test-mine"]
+    assert parse_args(["learnability", "--track", str(mine)]).track == "cli-test-mine"
+    assert load_track("cli-test-mine").banks == tuple(data["banks"][:2])
+    clash = tmp_path / "clash.yaml"
+    clash.write_text(yaml.safe_dump({**data, "banks": data["banks"][:2]}))
+    with pytest.raises(ConfigError, match=r"named 'scienceworld', as a known track with other contents"):
+        parse_args(["power", "--track", str(clash)])

@@ -49,6 +49,8 @@ from dreamer_gym.service.messages import (
     request_cap,
     split_to_fit,
 )
+from dreamer_gym.service.pipes import Duplex as _Duplex
+from dreamer_gym.service.pipes import stop as _stop
 from dreamer_gym.service.referee import Referee
 from dreamer_gym.service.tickets import MAX_LIVE_TICKETS
 from dreamer_gym.suites import SuiteSpec, get_suite_spec, register_suite
@@ -232,33 +234,6 @@ def _answer(referee: Referee, op: str, args: tuple[Any, ...]) -> Any:
         raise RewardServiceError(f"{op}: {exc}") from None
 
 
-class _Duplex:
-    """Two one-way pipes as one connection: read from one fd, write to the other."""
-
-    def __init__(self, read_fd: int, write_fd: int) -> None:
-        self._r = Connection(read_fd, writable=False)
-        self._w = Connection(write_fd, readable=False)
-
-    def send(self, obj: Any) -> None:
-        self._w.send(obj)
-
-    def send_bytes(self, data: bytes) -> None:
-        self._w.send_bytes(data)
-
-    def recv(self) -> Any:
-        return self._r.recv()
-
-    def recv_bytes(self, maxlength: int | None = None) -> bytes:
-        return self._r.recv_bytes(maxlength)
-
-    def close(self) -> None:
-        for c in (self._r, self._w):
-            try:
-                c.close()
-            except OSError:
-                pass
-
-
 class ForwardingService(_ServiceBase):
     """A service whose every request is ``self._call(op, *args)`` to a referee elsewhere (its own process, or a
     :class:`~dreamer_gym.service.host.ServiceHost`); the public pool is fetched once. Requests are checked against
@@ -428,20 +403,6 @@ class ProcessRewardService(ForwardingService):
         if self.restarts > self.max_restarts:
             raise RewardServiceError(f"the reward service died {self.restarts} times (max_restarts="
                                      f"{self.max_restarts}); see the log for its errors") from exc
-
-
-def _stop(process: subprocess.Popen[bytes], conn: _Duplex, timeout: float) -> None:
-    """Wait up to ``timeout`` s for ``process`` to exit, then terminate it (it closes its simulators on
-    SIGTERM), then kill it."""
-    conn.close()
-    for stop, wait_s in ((None, timeout), (process.terminate, 10.0), (process.kill, 5.0)):
-        if stop is not None:
-            stop()
-        try:
-            process.wait(wait_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 # --- the registry (dreamer_gym.contract.registry: the config checks its `service` against it) -----------------
