@@ -1,9 +1,11 @@
 """A leaderboard submission end to end, in small: run a consolidator on a track, write the submission (its
 committed banks, not a score), then validate it as the board does (checks, then a re-score), and render.
 
-The real commands: `dreamer-gym leaderboard submit --consolidator NAME --track scienceworld`, then
-`dreamer-gym leaderboard validate leaderboards/submissions/NAME.json` (docs/leaderboard.md). Here the
-shipped `scienceworld` track is cut to one family and two banks so the example runs in seconds.
+The same loop from the command line, on the shipped try-out track (4 regions, a minute a command, never ranked):
+`dreamer-gym leaderboard submit --consolidator NAME --track tryout`, then `dreamer-gym leaderboard validate
+leaderboards/submissions/NAME.json` and `dreamer-gym leaderboard render` (docs/start-submitter.md). Here the
+shipped `scienceworld` track is cut in code to one family and two banks, and handed to `validate` as an extra
+track, as `validate --track FILE` does with a track file.
 
 Run: python docs/examples/leaderboard_submit.py   (a test runs this file)
 """

@@ -25,21 +25,10 @@ from dreamer_gym.leaderboard.submission import SubmissionError, shipped_referenc
 from dreamer_gym.leaderboard.tracks import (TRYOUT_TRACKS, is_ranked_track, load_board_track, load_track,
                                             write_track_file)
 from dreamer_gym.leaderboard.validate import check_data
+from test_wheel_submitter import page_blocks  # the page's blocks as the wheel test runs them
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "start-submitter.md"
-NOT_RUN = "<!-- not run by tests/test_wheel_submitter.py"
-
-
-def page_blocks(kind: str = "bash") -> list[tuple[str, bool]]:
-    """The page's ```KIND blocks in order, each with whether the wheel test runs it (a block right after the
-    NOT_RUN comment is only parsed)."""
-    text = PAGE.read_text()
-    out = []
-    for m in re.finditer(rf"```{kind}\n(.*?)```", text, flags=re.S):
-        before = text[:m.start()].rstrip().rsplit("\n", 1)[-1]
-        out.append((m.group(1), not before.startswith(NOT_RUN)))
-    return out
 
 
 def parser() -> argparse.ArgumentParser:
