@@ -9,7 +9,7 @@ import dreamer_gym
 
 MAX_LINES = 450
 # over the line when the rule came (2026-12-07): the submission validator, split on its next change
-GRANDFATHERED: dict[str, int] = {"leaderboard/validate.py": 470}
+GRANDFATHERED: dict[str, int] = {"leaderboard/validate.py": 463}
 PACKAGE = Path(dreamer_gym.__file__).parent
 
 

@@ -29,6 +29,7 @@ import torch
 import yaml
 
 from dreamer_gym.errors import ConfigError
+from dreamer_gym.interrupts import write_text_atomic
 from dreamer_gym.methods.grpo.advantages import ESTIMATORS
 from dreamer_gym.methods.grpo.config import GRPOConfig
 from dreamer_gym.methods.grpo.probe import probe_signal, summarise_rollouts
@@ -318,7 +319,8 @@ class GRPOTrainer:
         self.model.save_pretrained(path)
         self.tokenizer.save_pretrained(path)
         torch.save(self.optimizer.state_dict(), path / "optimizer.pt")
-        (path / STATE_FILE).write_text(json.dumps({"step": self.step, "config": self.config.to_dict()}, indent=1))
+        # last, and whole or not at all: a checkpoint without it (an interrupted save) is never resumed
+        write_text_atomic(path / STATE_FILE, json.dumps({"step": self.step, "config": self.config.to_dict()}, indent=1))
         return path
 
     def latest_checkpoint(self) -> Path | None:

@@ -9,6 +9,7 @@ as the consolidator ``sb3:PATH``.
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,7 +104,8 @@ def train_maskable_ppo(config: SB3Config, progress: bool = True) -> Path:
                             seed=config.seed, device="cpu")
         # our bar, not SB3's progress_bar (that one needs rich, and counts timesteps without the reward)
         model.learn(total_timesteps=config.total_timesteps, callback=EpisodeLog(), progress_bar=False)
-        model.save(out / MODEL_FILE)
+        model.save(out / f".part-{MODEL_FILE}")  # renamed when whole: an interrupted save leaves no half a model
+        os.replace(out / f".part-{MODEL_FILE}", out / MODEL_FILE)
     finally:
         log.close()
         env.close()

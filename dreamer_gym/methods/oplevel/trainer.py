@@ -11,6 +11,7 @@ ratio or clip: one update per batch). ``dreamer-gym train --algo oplevel --confi
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -83,8 +84,10 @@ class OpPolicy(nn.Module):
 
 def save_policy(policy: OpPolicy, config: OpLevelConfig, step: int, path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
+    part = path / f".{CHECKPOINT_FILE}.part"  # renamed when whole: an interrupted save leaves no half a policy
     torch.save({"state_dict": policy.state_dict(), "config": config.to_dict(), "step": step,
-                "features": list(ENTRY_FEATURES)}, path / CHECKPOINT_FILE)
+                "features": list(ENTRY_FEATURES)}, part)
+    os.replace(part, path / CHECKPOINT_FILE)
     return path
 
 
