@@ -266,15 +266,22 @@ STYLE = ("*{box-sizing:border-box}html,body{overflow-x:hidden}"
          "@media (max-width:40em){td,th{padding:.3em .4em}"
          ".ranking tr>:first-child,.ranking tr>.measure{position:static}.ranking tr>:first-child{width:auto;"
          "min-width:0}.ranking tr>:nth-child(2){left:0;width:9em;min-width:9em;max-width:9em}}"
-         ".plot svg{display:block;width:100%;height:auto}")
+         ".plot{overflow-x:auto}.plot svg{display:block;width:100%;height:auto}")
+
+
+PLOT_MIN_SCALE = 0.75  # a plot shrinks with the page down to this share of its size (10 pt text stays 10 px)
 
 
 def _plot_box(svg: str) -> str:
     """The plot in a box no wider than its natural size (text the same size in every plot, never blown up) that
-    shrinks with the page (the SVG has a viewBox)."""
+    shrinks with the page (the SVG has a viewBox) down to PLOT_MIN_SCALE of it; on a narrower screen (a phone) the
+    plot scrolls sideways in its box, like a table, rather than shrink its names below legible."""
     width = re.search(r'<svg[^>]*\swidth="([0-9.]+)pt"', svg)
-    style = f' style="max-width:{float(width.group(1)) * 4 / 3:.0f}px"' if width else ""
-    return f'<div class="plot"{style}>{svg}</div>'
+    if width is None:
+        return f'<div class="plot">{svg}</div>'
+    px = float(width.group(1)) * 4 / 3
+    return (f'<div class="plot" style="max-width:{px:.0f}px"><div style="min-width:{px * PLOT_MIN_SCALE:.0f}px">'
+            f"{svg}</div></div>")
 
 
 def html_page(boards: Sequence[Board], archive: tuple[list[str], list[list[str]]] | None = None) -> str:

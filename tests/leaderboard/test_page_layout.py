@@ -3,7 +3,9 @@ phone (390 px) width no two labels of a plot overlap, no label is cut off by its
 sideways, the measure each board ranks by and its CI (header and every ranked row's cell) are on screen without
 scrolling anything sideways (and, at desktop width, stay there while the table scrolls), no cell says a bare
 "n/a", and every ``#family-`` link lands on a row of a per-family table. Screenshots of both widths go to
-``$DREAMER_GYM_SCREENSHOTS`` (``leaderboards/screenshots`` for the checked-in ones) or to a tmp folder."""
+``$DREAMER_GYM_SCREENSHOTS`` (``leaderboards/screenshots`` for the checked-in ones) or to a tmp folder, with the
+scienceworld board (heading to ranking table) at each width beside them (``docs/leaderboard-page.png`` and
+``docs/leaderboard-page-390.png`` are those)."""
 from __future__ import annotations
 
 import io
@@ -22,6 +24,15 @@ from dreamer_gym.leaderboard.render import _html_cell, _md_cell, html_page, plot
 ROOT = Path(__file__).parent.parent.parent
 WIDTHS = {"desktop": 1400, "narrow": 390}
 MAX_SHOT_HEIGHT = 4000  # px: a screenshot is the top of a page this tall at most (a few hundred KB as PNG)
+MIN_LABEL_PX = 10  # a plot label's box at least this tall on screen (10 pt text shrunk to 75%: about 11.5 px)
+BOARD_SHOTS = {"desktop": "leaderboard-page.png", "narrow": "leaderboard-page-390.png"}  # the docs' screenshots
+# the scienceworld board from its heading to the bottom of its ranking table, in page coordinates
+BOARD_CLIP = """() => {
+  const section = document.getElementById('track-scienceworld');
+  const top = section.getBoundingClientRect().top + window.scrollY;
+  const bottom = section.querySelector('table.ranking').closest('.scroll').getBoundingClientRect().bottom + window.scrollY;
+  return {x: 0, y: top - 8, width: window.innerWidth, height: bottom - top + 16};
+}"""
 
 # per plot SVG: its box, its labels' boxes, and the label pairs whose boxes intersect
 MEASURE = """() => [...document.querySelectorAll('.plot svg')].map(svg => {
@@ -35,8 +46,8 @@ MEASURE = """() => [...document.querySelectorAll('.plot svg')].map(svg => {
     const a = labels[i], b = labels[j];
     if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) overlaps.push([a.text, b.text]);
   }
-  return {id: svg.closest('section').id, width: box.width, box: {left: box.left, right: box.right, top: box.top,
-          bottom: box.bottom}, labels, overlaps};
+  return {id: svg.closest('section').id, outer: svg.closest('.plot').getBoundingClientRect().right,
+          box: {left: box.left, right: box.right, top: box.top, bottom: box.bottom}, labels, overlaps};
 })"""
 # per ranking table: the ranked measure's header and ranked cells (box and text) and the box they scroll in
 RANKED = """() => [...document.querySelectorAll('table.ranking')].map(table => {
@@ -121,7 +132,9 @@ def test_the_page_has_readable_plots_and_no_sideways_scroll(device: str, page_pa
             cut = [lb["text"] for lb in plot["labels"] if lb["left"] < box["left"] - 1 or lb["right"] > box["right"] + 1
                    or lb["top"] < box["top"] - 1 or lb["bottom"] > box["bottom"] + 1]
             assert cut == [], f"{plot['id']} at {width} px: labels cut off by the plot's edge: {cut}"
-            assert plot["width"] <= width, plot  # the plot scales to its container
+            assert plot["outer"] <= width, plot  # the plot's box fits the page (a phone scrolls inside it)
+            smallest = min(lb["bottom"] - lb["top"] for lb in plot["labels"])
+            assert smallest >= MIN_LABEL_PX, f"{plot['id']} at {width} px: labels {smallest:.1f} px tall, illegible"
         sizes = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
         assert sizes[0] <= sizes[1] == width, f"the page scrolls sideways at {width} px: scrollWidth {sizes[0]}"
         wide = page.evaluate("() => [...document.querySelectorAll('.scroll')].filter(d => d.scrollWidth > "
@@ -139,6 +152,8 @@ def test_the_page_has_readable_plots_and_no_sideways_scroll(device: str, page_pa
         folder.mkdir(parents=True, exist_ok=True)
         size = _save_screenshot(page.screenshot(full_page=True), folder / f"leaderboard-{device}-{width}px.png")
         assert 0 < size < 400_000
+        clip = page.evaluate(BOARD_CLIP)
+        assert 0 < _save_screenshot(page.screenshot(full_page=True, clip=clip), folder / BOARD_SHOTS[device]) < 400_000
         if device == "desktop":  # scrolled to their far right, the tables keep rank, name and measure in view
             page.evaluate(SCROLL_TABLES_RIGHT)
             _ranked_measure_on_screen(page, width, " with its table scrolled right")
