@@ -49,8 +49,10 @@ def test_only_dreamer_gym_is_packaged() -> None:
     assert find["include"] == ["dreamer_gym*"]
 
 
-def test_the_wheel_holds_dreamer_gym_only(tmp_path: Path) -> None:
-    """What `pip install dreamer-gym` would put in site-packages: build the wheel and list its top level."""
+def test_the_wheel_holds_dreamer_gym_and_its_verifiers_name_only(tmp_path: Path) -> None:
+    """What `pip install dreamer-gym` would put in site-packages: build the wheel and list its top level. Beside
+    dreamer_gym, only dreamer_gym_verifiers: the module name `vf-eval dreamer-gym-verifiers` imports (a re-export
+    of dreamer_gym.remote.verifiers_env; docs/verifiers.md)."""
     import shutil
     import zipfile
 
@@ -64,7 +66,7 @@ def test_the_wheel_holds_dreamer_gym_only(tmp_path: Path) -> None:
     (wheel,) = (tmp_path / "dist").glob("dreamer_gym-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     top = {name.split("/")[0] for name in names}
-    assert top == {"dreamer_gym", f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.dist-info"}, top
+    assert top == {"dreamer_gym", "dreamer_gym_verifiers", f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.dist-info"}, top
     # the data the package reads at run time: tracks, the submission schema, the shipped pools and recipes
     for data in ("dreamer_gym/data/tracks/scienceworld.yaml", "dreamer_gym/data/tracks/tryout.yaml",
                  "dreamer_gym/data/references/tryout-oracle.json", "dreamer_gym/data/leaderboard/submission-v1.schema.json",

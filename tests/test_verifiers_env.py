@@ -50,13 +50,16 @@ def test_vf_eval_plays_a_scripted_episode_with_the_gym_envs_reward(tmp_path: Pat
              "--env.taskset.env-kwargs", json.dumps(SMALL["env_kwargs"]), "--env.taskset.experiment", "True",
              "--no-push", "-o", str(tmp_path)],
             capture_output=True, text=True, timeout=900)  # ~30 s alone; a loaded 2-core machine may take 10x
-        answered = model.requests
+        answered, seen = model.requests, [m["content"] for m in model.last_messages if m["role"] == "user"]
     assert proc.returncode == 0, proc.stderr[-3000:]
     [episode] = _episodes(tmp_path)
     [trace] = episode["traces"]
     assert trace["errors"] == [] and episode["errors"] == [], (trace["errors"], episode["errors"])
     assert trace["info"]["calls"] == calls, "the env must take the model's replies as its tool calls, unchanged"
     assert answered == len(calls), "one model turn per tool call"
+    # the model saw the region once, then each call's result: the malformed one as an error, the keep's count
+    assert seen[0].startswith("Region ") and all(turn.startswith("Last result: ") for turn in seen[1:]), seen
+    assert "ERROR" in seen[2] and "3 in the new region" in seen[3], seen
     assert trace["metrics"]["invalid_calls"] == 1 and trace["metrics"]["committed"] == 1
     reward = trace["rewards"]["consolidation_reward"]["score"]
     assert reward == gym_reward(seed, family, calls, **SMALL)
@@ -87,7 +90,7 @@ def test_the_id_resolves_to_the_package_verifiers_loads() -> None:
 @pytest.mark.vllm
 @pytest.mark.jvm
 def test_the_bundled_model_through_verifiers_earns_the_gym_envs_reward() -> None:
-    """The bundled 135M model (vLLM's OpenAI-compatible server) plays 2 tasks x 2 rollouts at max_tool_calls 6,
+    """The bundled 135M model (vLLM's OpenAI-compatible server) plays 2 seeds x 2 rollouts at max_tool_calls 6,
     2 rollouts at once on one shared reward service; its guided replies are the env's tool calls. Each rollout's
     reward equals gym's replaying the calls that rollout made on the same seed."""
     from dreamer_gym.envs.schema import tool_call_schema
@@ -97,12 +100,13 @@ def test_the_bundled_model_through_verifiers_earns_the_gym_envs_reward() -> None
     sampling = {"temperature": 1.0, "max_tokens": 160, "response_format": {
         "type": "json_schema", "json_schema": {"name": "action", "schema": tool_call_schema(), "strict": False}}}
     seeds, families = [0, 1], ["grow-plant"]
-    with VLLMServer("smollm2-135m", served_model_name="smollm2") as server:
+    # the region (up to ~3,000 tokens) is the first turn, each later turn a result: 8192 holds six of them
+    with VLLMServer("smollm2-135m", served_model_name="smollm2", max_model_len=8192) as server:
         rows = verifiers_rewards(server.base_url, "smollm2", seeds, families, num_rollouts=2, max_concurrent=2,
                                  sampling=sampling, **settings)
     assert len(rows) == 4 and all(row["error"] is None for row in rows), rows
     for row in rows:
-        assert 1 <= len(row["calls"]) <= 6
+        assert 1 <= len(row["calls"]) <= 6 and row["stop"] is not None, row
         replayed = gym_reward(row["seed"], row["family"], row["calls"], **settings)
         print(f"seed {row['seed']} {row['family']}: verifiers {row['reward']:+.4f}  gymnasium {replayed:+.4f}  "
               f"({len(row['calls'])} calls)")

@@ -48,4 +48,5 @@ with tempfile.TemporaryDirectory() as out:
     (Path(out) / "results" / small.name).mkdir(parents=True)
     (Path(out) / "results" / small.name / "dedupe.json").write_text(dumps(record))
     readme, page = render(Path(out) / "results", Path(out))
-    print(readme.read_text().split("### Track")[1][:400])
+    # a track the package does not ship is listed apart with its score, never ranked (docs/leaderboard.md)
+    print(readme.read_text().split("### Not ranked")[1][:600])

@@ -33,12 +33,14 @@ SMALL = {"env_kwargs": {"eval_in_family": 1, "eval_other": 0}, "experiment": Tru
 class ScriptedModel(ThreadingHTTPServer):
     """An OpenAI-compatible chat server whose reply to a conversation with n user turns is ``calls[n - 1]``
     (``{"tool": "commit"}`` past the end), as text or as a stream. Stateless per conversation, so concurrent
-    rollouts of the same script each get the whole script. ``requests`` counts the chat calls it answered."""
+    rollouts of the same script each get the whole script. ``requests`` counts the chat calls it answered and
+    ``last_messages`` is the conversation the last one saw."""
 
     def __init__(self, calls: Sequence[str]) -> None:
         super().__init__(("127.0.0.1", 0), _ScriptedHandler)
         self.calls = list(calls)
         self.requests = 0
+        self.last_messages: list[dict[str, Any]] = []
         self.daemon_threads = True
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
@@ -48,6 +50,7 @@ class ScriptedModel(ThreadingHTTPServer):
 
     def reply(self, messages: list[dict[str, Any]]) -> str:
         self.requests += 1
+        self.last_messages = messages
         turn = sum(1 for m in messages if m.get("role") == "user") - 1
         return self.calls[turn] if 0 <= turn < len(self.calls) else json.dumps({"tool": "commit"})
 
@@ -170,4 +173,6 @@ if __name__ == "__main__":
     with ScriptedModel(calls) as model:
         [row] = verifiers_rewards(model.base_url, "scripted", [seed], [family], **SMALL)
     print(f"verifiers: reward {row['reward']:+.4f} after {len(row['calls'])} tool calls (error: {row['error']})")
-    print(f"gymnasium: reward {gym_reward(seed, family, calls, **SMALL):+.4f} on the same seed and calls")
+    replayed = gym_reward(seed, family, calls, **SMALL)
+    print(f"gymnasium: reward {replayed:+.4f} on the same seed and calls")
+    print("the same score on both:", row["reward"] == replayed)

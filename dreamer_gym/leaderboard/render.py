@@ -20,7 +20,7 @@ from __future__ import annotations
 import html
 import io
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -28,8 +28,8 @@ import numpy as np
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.leaderboard.aggregate import BOOTSTRAP_REPS, FLAT_POINTS
 from dreamer_gym.leaderboard.board import (Board, Row, archive_rows, board_reviews, build_board, comparison_rows,
-                                           family_anchor, family_rows, load_results, ranked_header, table_rows, transfer_rows,
-                                           verified_rows)
+                                           family_anchor, family_rows, load_results, ranked_header, table_rows,
+                                           transfer_rows, verified_rows)
 from dreamer_gym.leaderboard import unranked
 from dreamer_gym.leaderboard.tracks import is_ranked_track, load_track
 
@@ -235,7 +235,8 @@ def _table(header: list[str], cells: list[list[str]], css: str, ids: Sequence[st
         return "measure" if h == measure else ""
 
     def tr(i: int, row: list[str]) -> str:
-        attrs = (f' id="{html.escape(ids[i])}"' if ids else "") + (' class="ranked"' if measure and row[0] != "-" else "")
+        ranked = ' class="ranked"' if measure and row[0] != "-" else ""
+        attrs = (f' id="{html.escape(ids[i])}"' if ids else "") + ranked
         return f"<tr{attrs}>" + "".join(_html_cell(c, css_of(h)) for h, c in zip(header, row)) + "</tr>"
 
     head = "".join(f'<th class="{css_of(h)}">{html.escape(h)}</th>' if css_of(h) else f"<th>{html.escape(h)}</th>"
@@ -338,13 +339,18 @@ def _unranked_html(page: str, cells: list[list[str]]) -> str:
     return page.replace("</body>", section + "</body>")
 
 
-def render(results_dir: Path, out_dir: Path, archive_dir: Path | None = None) -> list[Path]:
+def render(results_dir: Path, out_dir: Path, archive_dir: Path | None = None,
+           ranked: Collection[str] | None = None) -> list[Path]:
     """Write ``out_dir/README.md`` (between its board markers) and ``out_dir/index.html``; ``archive_dir`` (default:
-    ``archive/`` beside ``results_dir``, where it exists) holds the rows of older protocols, listed apart."""
+    ``archive/`` beside ``results_dir``, where it exists) holds the rows of older protocols, listed apart.
+    ``ranked`` names the tracks that get a ranked board (default: the shipped tracks but the try-out,
+    :func:`is_ranked_track`); a test's own small track is ranked by naming it, every other one is listed apart."""
     results = load_results(Path(results_dir))
     reviews = board_reviews(Path(results_dir))
-    boards = [build_board(track, rs, reviews) for track, rs in sorted(results.items()) if is_ranked_track(track)]
-    apart = unranked.unranked_rows(results)  # the try-out track's rows and those of track files: listed, never ranked
+    is_ranked = is_ranked_track if ranked is None else frozenset(ranked).__contains__
+    boards = [build_board(track, rs, reviews) for track, rs in sorted(results.items()) if is_ranked(track)]
+    # the try-out track's rows and those of track files: listed, never ranked
+    apart = unranked.unranked_rows({t: rs for t, rs in results.items() if not is_ranked(t)})
     archive_dir = Path(results_dir).parent / "archive" if archive_dir is None else Path(archive_dir)
     archive = archive_rows(archive_dir) if archive_dir.is_dir() else None
     out_dir = Path(out_dir)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dreamer_gym.leaderboard.tracks import TRYOUT_TRACKS, is_ranked_track
+from dreamer_gym.leaderboard.tracks import TRYOUT_TRACKS
 
 TITLE = "Not ranked: the try-out track and tracks from files"
 LINE = ("Validated and re-scored like any row, never ranked: the try-out track's 4 regions separate nothing, and a "
@@ -25,10 +25,11 @@ def why(track: str) -> str:
 
 
 def unranked_rows(results: Mapping[str, Sequence[dict[str, Any]]]) -> list[list[str]]:
-    """One row per results file of a track no board ranks (``results``: track -> its results files), by track, then
-    track score (highest first: a reader compares with the reference, there is no rank)."""
+    """One row per results file of the tracks no board ranks (``results``: such a track -> its results files; the
+    caller picks them, by default with :func:`is_ranked_track`), by track, then track score (highest first: a reader
+    compares with the reference, there is no rank)."""
     cells = []
-    for track in sorted(t for t in results if not is_ranked_track(t)):
+    for track in sorted(results):
         for r in sorted(results[track], key=lambda r: -r["summary"]["score"]):
             s = r["summary"]
             cells.append([track, r["consolidator"]["name"], r["consolidator"]["kind"], r["tier"], f"{s['score']:+.4f}",

@@ -11,7 +11,7 @@ exports in ``__all__`` (``verifiers.v1.utils.loaders``). That package re-exports
 How an episode runs (verifiers' own pattern for a stepping engine, as its OpenEnv and TextArena tasksets do):
 :class:`ConsolidationEnv` ``.run`` resets the gym env host-side, sends the rendered observation as the user
 turn, and each model reply is one tool call (``{"tool": NAME, ...}`` or the OpenAI ``{"name", "arguments"}``
-form; docs/env.md, "Action") that goes to ``env.step`` unchanged. A bad call is an observation, as in the gym
+form; docs/env.md, "Action") that goes to ``env.step`` unchanged, and the next turn is its result and the budget. A bad call is an observation, as in the gym
 env. The episode ends when the env commits (``commit``, or the tool calls run out) or verifiers stops the
 exchange (``max_turns``, a timeout); the rollout's reward ``consolidation_reward`` is the sum of the env's
 step rewards, so it equals the Gymnasium env's on the same seed and calls. All rollouts of one run share one
@@ -56,7 +56,7 @@ REWARD = "consolidation_reward"
 
 
 class ConsolidationTasksetConfig(vf.TasksetConfig):
-    """Which episodes a run plays: one task per (seed, family); ``env_kwargs`` make an experiment of the id."""
+    """Which episodes a run plays: one task per (seed, family), all on one id and its settings."""
 
     env_id: str = DEFAULT_ENV_ID
     """A registered consolidation id (``dreamer_gym.list_ids()``)."""
@@ -192,7 +192,7 @@ class ConsolidationEnv(vf.Env[ConsolidationEnvConfig]):
                     if terminated or truncated:
                         committed = True
                         break
-                    segment = await interaction.turn(render_state(obs))
+                    segment = await interaction.turn(later_turn(obs))
             trace = interaction.trace
             trace.record_reward(REWARD, total)
             trace.info["calls"] = calls  # what the env took, in order: replayable on gym.make
@@ -201,6 +201,13 @@ class ConsolidationEnv(vf.Env[ConsolidationEnvConfig]):
             trace.info["commit"] = {k: info[k] for k in ("score_before", "score_after", "comparable") if k in info}
         finally:
             await call(env.close)
+
+
+def later_turn(observation: dict[str, Any]) -> str:
+    """A turn after the first: the last result and the budget. The region was the first turn and stays in the
+    conversation, so it is not sent again (a 40-entry region is ~3,000 tokens; six copies would outgrow a
+    small model's context)."""
+    return render_state({**observation, "region": ""}).lstrip()
 
 
 def reply_action(segment: Any) -> str:

@@ -99,7 +99,7 @@ def test_the_rendered_page_shows_tables_plot_and_families_in_chromium(results_di
     from dreamer_gym.suites.web.chromium import DEFAULT_CHROMIUM, check_chromium
 
     (tmp_path / "README.md").write_text(f"# Boards\n\nintro\n\n{README_START}\nold\n{README_END}\n\nafter\n")
-    readme, page_path = render(results_dir, tmp_path)
+    readme, page_path = render(results_dir, tmp_path, ranked={"tiny"})  # a test track: ranked only when named
     text = readme.read_text()
     assert "intro" in text and "after" in text and "old" not in text
     assert "### Track `tiny`" in text and ("| 1 | " in text or "| 1-" in text) and "oracle" in text  # 1-3: not separated

@@ -30,7 +30,8 @@ BOARD_SHOTS = {"desktop": "leaderboard-page.png", "narrow": "leaderboard-page-39
 BOARD_CLIP = """() => {
   const section = document.getElementById('track-scienceworld');
   const top = section.getBoundingClientRect().top + window.scrollY;
-  const bottom = section.querySelector('table.ranking').closest('.scroll').getBoundingClientRect().bottom + window.scrollY;
+  const table = section.querySelector('table.ranking').closest('.scroll');
+  const bottom = table.getBoundingClientRect().bottom + window.scrollY;
   return {x: 0, y: top - 8, width: window.innerWidth, height: bottom - top + 16};
 }"""
 
@@ -56,8 +57,8 @@ RANKED = """() => [...document.querySelectorAll('table.ranking')].map(table => {
   return {id: table.closest('section').id, scroll: box(table.closest('.scroll')),
           cells: cells.map(c => ({text: c.textContent, ...box(c)}))};
 })"""
-SCROLL_TABLES_RIGHT = "() => document.querySelectorAll('table.ranking').forEach(t => { const s = t.closest('.scroll'); " \
-                      "s.scrollLeft = s.scrollWidth; })"
+SCROLL_TABLES_RIGHT = ("() => document.querySelectorAll('table.ranking').forEach(t => { "
+                       "const s = t.closest('.scroll'); s.scrollLeft = s.scrollWidth; })")
 BARE = "() => [...document.querySelectorAll('td')].map(td => td.textContent.trim()).filter(t => /^n\\/a\\b/.test(t))"
 VALUE_CI = re.compile(r"^[+-]?\d+\.\d+ \[[+-]?\d+\.\d+, [+-]?\d+\.\d+\]$")
 
@@ -199,7 +200,8 @@ def test_a_board_ranks_by_its_third_column_and_says_why_a_cell_is_empty() -> Non
     assert header[:3] == ["rank", "consolidator", ranked_header(board)] == ["rank", "consolidator", "track score"]
     assert [c[1] for c in cells] == ["mine", "theirs", "the reference"]  # ranked by track score, reference apart
     for row, cell in zip(board.rows, cells):
-        assert row.score_ci is not None and cell[2] == f"{row.score:+.4f} [{row.score_ci[0]:+.4f}, {row.score_ci[1]:+.4f}]"
+        assert row.score_ci is not None
+        assert cell[2] == f"{row.score:+.4f} [{row.score_ci[0]:+.4f}, {row.score_ci[1]:+.4f}]"
     empty = [c for row in cells + comparison_rows(board)[1] for c in row if c.startswith("n/a")]
     assert "n/a (no empty and oracle rows)" in empty and "n/a (it is the reference)" in empty
     assert all(re.match(r"^n/a \(.+\)$", c) for c in empty), empty

@@ -156,7 +156,8 @@ REJECTIONS = {
     "missing field": (_delete("consolidator.link"), r"`consolidator`: 'link' is a required property"),
     "wrong type": (_set("tracks.0.regions.0.bank", "0"), r"`tracks\[0\]\.regions\[0\]\.bank`: '0' is not of type 'integer'"),
     "wrong kind": (_set("consolidator.kind", "winner"), r"`consolidator\.kind`: 'winner' is not one of"),
-    "unknown track": (_set("tracks.0.track", "nope"), r"`tracks\[0\]\.track`: unknown track 'nope'; the tracks are \["),
+    "unknown track": (_set("tracks.0.track", "nope"), r"`tracks\[0\]\.track`: unknown track 'nope' \(known: \[.*'scienceworld'.*\]\); a submission made on a "
+                      r"track file is validated with `--track FILE`"),
     "transfer track": (_set("tracks.0.track", "transfer"), r"is a transfer track; submit each of its member tracks"),
     "changed frozen field": (_set("tracks.0.frozen.size_coef", 0.0),
                              r"`tracks\[0\]\.frozen\.size_coef`: changed frozen field: the submission has 0\.0, "
