@@ -121,6 +121,7 @@ def test_each_extra_alone_stays_cpu_sized(skeleton: Path, extra: str) -> None:
     """Every extra, alone: no nvidia-*, and torch exactly when it lists dreamer-gym[torch] (so a torch that
     arrives through a dependency, as stable-baselines3's did, cannot be another version)."""
     torch = assert_cpu_sized(resolve(f"{skeleton}[{extra}]"), f"[{extra}]")
+    print(f"[{extra}] resolves torch {', '.join(sorted(torch)) or '(none)'}")  # -s: the figure the issue asks for
     declared = extra == "torch" or TORCH_EXTRA in EXTRAS[extra]
     assert bool(torch) == declared, f"[{extra}] resolves torch {torch} but does not list {TORCH_EXTRA!r}" if torch \
         else f"[{extra}] lists {TORCH_EXTRA!r} but resolves no torch"

@@ -18,6 +18,9 @@ from dreamer_gym.interrupts import is_interrupt, write_text_atomic
 
 START_TIMEOUT_S = 240  # a loaded 2-core machine starts the service and the JVM in ~5-10 s; generous margin
 EPISODE_IN_FLIGHT_S = 1.5  # after the JVM appears: the first episode is being played
+# enough work that no machine finishes it before the interrupt (3 seeds took ~10 s on a quiet machine: done before
+# the signal, exit 0); the interrupt stops it, so more seeds cost the test nothing
+LONG_RUN_SEEDS = [str(seed) for seed in range(40)]
 
 
 def _interrupt_while_playing(argv: list[str]) -> tuple[subprocess.CompletedProcess[str], dict[psutil.Process, str]]:
@@ -72,7 +75,7 @@ def _assert_quiet_and_clean(proc: subprocess.CompletedProcess[str], command: str
 def test_ctrl_c_in_consolidate_is_one_line_exit_130_and_leaves_nothing_running() -> None:
     """The default reward service (its own process, with the JVM below it): SIGINT reaches only the command."""
     proc, descendants = _interrupt_while_playing(["consolidate", "--consolidator", "keep-all,dedupe", "--families",
-                                                  "use-thermometer", "--seeds", "0", "1", "2", "--quiet"])
+                                                  "use-thermometer", "--seeds", *LONG_RUN_SEEDS, "--quiet"])
     _assert_quiet_and_clean(proc, "consolidate", descendants)
     assert "python" in descendants.values()  # the reward service was running (and is gone)
 
@@ -84,7 +87,7 @@ def test_ctrl_c_in_evaluate_with_the_jvm_in_process_writes_no_partial_record(tmp
     ``--out`` names is never written, and no temporary file is left beside it."""
     out = tmp_path / "record.json"
     proc, descendants = _interrupt_while_playing(["evaluate", "--consolidator", "keep-all", "--families",
-                                                  "use-thermometer", "--seeds", "0", "1", "2", "--service",
+                                                  "use-thermometer", "--seeds", *LONG_RUN_SEEDS, "--service",
                                                   "inprocess", "--quiet", "--out", str(out)])
     _assert_quiet_and_clean(proc, "evaluate", descendants)
     assert "restarting" not in proc.stderr

@@ -204,8 +204,10 @@ class Sandbox:
         allow = self.allowed()
         absent, hollow, covered = covers(allow.roots(), self.hidden)
         folders = [p for p in hollow if p.is_dir()] + [p for p in covered if p.is_dir()]
-        hidden = next((str(p) for d in folders for p in sorted(d.rglob("*"))  # a hollow folder's stub is __init__
-                       if p.is_file() and p.name != "__init__.py"), "")
+        # a file the cover hides: not a hollow folder's stub (__init__.py) nor a compiled copy, which a child that
+        # may write (a broken sandbox left root) could compile from the stub itself and then read: a false leak
+        hidden = next((str(p) for d in folders for p in sorted(d.rglob("*"))
+                       if p.is_file() and p.name != "__init__.py" and "__pycache__" not in p.parts), "")
         token = secrets.token_hex(16)
         with planted_canary(allow.roots()) as canary:
             request = {"hidden": [hidden] if hidden else [], "canaries": [str(canary)],
