@@ -33,6 +33,7 @@ def test_unreachable_server_is_a_recorded_failure_and_the_key_never_leaks(tmp_pa
         assert SECRET not in text
 
 
+@pytest.mark.heavy  # ~23 s (issue 39: CI time); the LLM reward agent commits in CI in tests/envs/test_llm_env.py
 @pytest.mark.jvm
 def test_evaluate_with_the_llm_reward_agent_writes_a_record(tmp_path: Path) -> None:
     out = tmp_path / "record.json"

@@ -119,6 +119,7 @@ def test_make_agent_builds_the_llm_agent_lazily() -> None:
 
 @pytest.mark.alfworld
 @pytest.mark.browser
+@pytest.mark.heavy  # ~55 s (issue 39: CI time); tests/envs/test_llm_env.py plays the LLM agent on both suites in CI
 @pytest.mark.parametrize("suite_name", ["alfworld-gen", "miniwob"])
 def test_llm_agent_speaks_each_held_out_suite(suite_name, smollm2_backend, tmp_path) -> None:
     """The real SmolLM2 agent plays a real ALFWorld-engine game and a real MiniWoB page with that suite's

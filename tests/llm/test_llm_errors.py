@@ -199,6 +199,7 @@ def test_missing_model_folder_fails_fast(tmp_path: Path, monkeypatch: pytest.Mon
         VLLMServer(tmp_path / "nope")
 
 
+@pytest.mark.heavy  # starts its own vLLM server, ~24 s (issue 39: CI time)
 @pytest.mark.vllm
 @pytest.mark.timeout(120)
 def test_server_that_dies_reports_its_log(smollm2_folder: Path, tmp_path: Path) -> None:

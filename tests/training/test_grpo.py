@@ -255,6 +255,7 @@ def test_config_errors_name_the_field(tmp_path: Path) -> None:
     assert dataclasses.replace(GRPOConfig(), steps=3).steps == 3
 
 
+@pytest.mark.heavy  # ~60 s (issue 39: CI time); a GRPO step, its checkpoint as a policy and resume stay in CI
 def test_cli_trains_then_evaluates_the_checkpoint_greedily(tiny_model_dir: Path, tmp_path: Path) -> None:
     """`dreamer-gym train --algo grpo --config F` writes a checkpoint, a log and a curve; `dreamer-gym evaluate
     --consolidator grpo:CHECKPOINT` plays it greedily through the env (twice: the same commands)."""

@@ -46,6 +46,7 @@ def tools_recipe(model: Path | str, output_dir: Path, **trl: object) -> dict:
 
 
 # --- (a) the tools path, end to end -----------------------------------------------------------------------------
+@pytest.mark.heavy  # ~35 s (issue 39: CI time); TRL trains on the env in CI through tests/training/test_trl_bridge.py
 @pytest.mark.jvm
 def test_tools_path_trains_one_step_on_the_env(tiny_model_dir: Path, tmp_path: Path) -> None:
     trainer, closer = build_trl_trainer(tools_recipe(tiny_model_dir, tmp_path))
