@@ -97,21 +97,12 @@ def test_constant_text_earns_nothing_from_other_families(env, commits) -> None:
     assert max(unpaid) > 0.0, "the constant text never improved another family's episode: the guard was not exercised"
 
 
-@pytest.mark.heavy  # 42 regions, ~150 s (issue 39: CI time); bait against the oracle stays in CI in
-@pytest.mark.jvm  # tests/consolidators/test_red_team.py (training id)
-def test_retrieval_bait_earns_less_than_the_oracle(env, commits) -> None:
-    """Bait (the constant text + every family's task words) wins other families' retrieval and lifts their
-    episodes, unpaid; in-family it is the oracle (it holds the oracle's procedure), and it pays the size
-    term for its bulk in every region. What it can gain over the oracle is *insurance*: where the oracle's
-    own entries hijack another family's episode and cost (issue 10's pool: seed 1, find-living-thing, 100 -> 58), bait's
-    procedure for that family out-ranks them and the loss does not happen. So, per region,
-    ``bait - oracle = (size_bait - size_oracle) - other_oracle + other_bait`` with a negative size part:
-    bait earns strictly less wherever the oracle costs no other family, and over the validity study's 42
-    regions it earns less than the oracle with a paired bootstrap 95% CI below 0."""
-    from scipy.stats import bootstrap
-
+def bait_against_oracle(env, commits, seeds: tuple[int, ...]) -> tuple[list[float], list[float], list[float]]:
+    """Per region of ``seeds``: bait is the oracle in-family, pays for its bulk, never earns from other families,
+    and ``bait - oracle`` is exactly its size part plus the other-family parts; returns ``(diffs, clean, unpaid)``
+    (``clean``: the regions where the oracle costs no other family, where bait must earn strictly less)."""
     diffs, unpaid, clean = [], [], []
-    for seed, family in cases(env, WIDE_SEEDS):
+    for seed, family in cases(env, seeds):
         bait, oracle = commits("bait", seed, family), commits("oracle", seed, family)
         b_parts, o_parts = bait["score_delta_parts"], oracle["score_delta_parts"]
         assert b_parts["other_family"] <= 0.0
@@ -125,8 +116,30 @@ def test_retrieval_bait_earns_less_than_the_oracle(env, commits) -> None:
         diffs.append(diff)
         unpaid.append(b_parts["other_family_unpaid"])
     assert len(clean) >= len(diffs) // 2 and max(clean) < 0.0, clean
-    diffs_arr = np.array(diffs)
-    ci = bootstrap((diffs_arr,), np.mean, confidence_level=0.95, n_resamples=2000, method="BCa",
+    return diffs, clean, unpaid
+
+
+@pytest.mark.jvm
+def test_retrieval_bait_pays_for_its_bulk_in_every_region(env, commits) -> None:
+    """The per-region algebra of the test below, on seed 0's 7 regions (~25 s; the 42-region CI is heavy)."""
+    bait_against_oracle(env, commits, SEEDS[:1])
+
+
+@pytest.mark.heavy  # 42 regions, ~150 s (issue 39: CI time); the per-region algebra stays in CI (test above)
+@pytest.mark.jvm
+def test_retrieval_bait_earns_less_than_the_oracle(env, commits) -> None:
+    """Bait (the constant text + every family's task words) wins other families' retrieval and lifts their
+    episodes, unpaid; in-family it is the oracle (it holds the oracle's procedure), and it pays the size
+    term for its bulk in every region. What it can gain over the oracle is *insurance*: where the oracle's
+    own entries hijack another family's episode and cost (issue 10's pool: seed 1, find-living-thing, 100 -> 58), bait's
+    procedure for that family out-ranks them and the loss does not happen. So, per region,
+    ``bait - oracle = (size_bait - size_oracle) - other_oracle + other_bait`` with a negative size part:
+    bait earns strictly less wherever the oracle costs no other family, and over the validity study's 42
+    regions it earns less than the oracle with a paired bootstrap 95% CI below 0."""
+    from scipy.stats import bootstrap
+
+    diffs, _, unpaid = bait_against_oracle(env, commits, WIDE_SEEDS)
+    ci = bootstrap((np.array(diffs),), np.mean, confidence_level=0.95, n_resamples=2000, method="BCa",
                    random_state=np.random.default_rng(0)).confidence_interval
     assert ci.high < 0.0, (diffs, ci)
     assert np.mean(unpaid) > 0.05, "bait did not win other families' episodes: it tested nothing"
