@@ -108,6 +108,16 @@ def test_the_bundled_model_through_verifiers_earns_the_gym_envs_reward() -> None
     for row in rows:
         assert 1 <= len(row["calls"]) <= 6 and row["stop"] is not None, row
         replayed = gym_reward(row["seed"], row["family"], row["calls"], **settings)
+        tools = [_tool_name(c) for c in row["calls"]]
         print(f"seed {row['seed']} {row['family']}: verifiers {row['reward']:+.4f}  gymnasium {replayed:+.4f}  "
-              f"({len(row['calls'])} calls)")
+              f"({len(row['calls'])} calls: {' '.join(tools)}; stop: {row['stop']})")
         assert row["reward"] == replayed
+
+
+def _tool_name(call: str) -> str:
+    """What a call asked for, for the heavy test's printout: its tool, or "invalid" when the env could not parse it."""
+    try:
+        parsed = json.loads(call)
+    except ValueError:
+        return "invalid"
+    return str(parsed.get("tool") or parsed.get("name") or "invalid") if isinstance(parsed, dict) else "invalid"
