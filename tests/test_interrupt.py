@@ -26,9 +26,13 @@ LONG_RUN_SEEDS = [str(seed) for seed in range(40)]
 def _interrupt_while_playing(argv: list[str]) -> tuple[subprocess.CompletedProcess[str], dict[psutil.Process, str]]:
     """Start ``dreamer-gym ARGV`` in its own process group, wait until a JVM runs below it, SIGINT the group;
     returns the finished process and every descendant it was seen with (and its name then)."""
+    # SIGINT at its default in the command, as a terminal's foreground job has it: an ignored SIGINT is inherited
+    # across exec, and something earlier in a full pytest session leaves the test process ignoring it (alone, these
+    # tests pass without this; in the full session the command then ran to its end, exit 0)
     proc = subprocess.Popen([sys.executable, "-m", "dreamer_gym.cli", *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env={**os.environ, "DREAMER_GYM_DEBUG": ""})
+                            env={**os.environ, "DREAMER_GYM_DEBUG": ""},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen: dict[psutil.Process, str] = {}
     deadline = time.monotonic() + START_TIMEOUT_S
     try:
