@@ -7,6 +7,8 @@ one are session- or module-scoped and shared.
 from __future__ import annotations
 
 import os
+import signal
+import warnings
 from collections.abc import Iterator
 
 import gymnasium as gym
@@ -35,6 +37,19 @@ ENV_IDS: list[str] = sorted(
 
 
 # --- fixtures ----------------------------------------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def _sigint_left_as_found(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that leaves SIGINT ignored makes every later subprocess ignore Ctrl-C (an ignored signal is inherited
+    across exec): the handler is put back after each test and the test is named in a warning (issue 39: in a full
+    session something leaves it ignored; the Ctrl-C tests start their command with SIGINT at its default)."""
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    after = signal.getsignal(signal.SIGINT)
+    if after != before:
+        signal.signal(signal.SIGINT, before if before is not None else signal.default_int_handler)
+        warnings.warn(f"{request.node.nodeid} left SIGINT as {after!r} (put back to {before!r})", stacklevel=1)
+
+
 @pytest.fixture(scope="session")
 def pool() -> BankPool:
     """The frozen ScienceWorld bank pool (package data, hash-pinned)."""
