@@ -11,10 +11,11 @@ exports in ``__all__`` (``verifiers.v1.utils.loaders``). That package re-exports
 How an episode runs (verifiers' own pattern for a stepping engine, as its OpenEnv and TextArena tasksets do):
 :class:`ConsolidationEnv` ``.run`` resets the gym env host-side, sends the rendered observation as the user
 turn, and each model reply is one tool call (``{"tool": NAME, ...}`` or the OpenAI ``{"name", "arguments"}``
-form; docs/env.md, "Action") that goes to ``env.step`` unchanged, and the next turn is its result and the budget. A bad call is an observation, as in the gym
-env. The episode ends when the env commits (``commit``, or the tool calls run out) or verifiers stops the
-exchange (``max_turns``, a timeout); the rollout's reward ``consolidation_reward`` is the sum of the env's
-step rewards, so it equals the Gymnasium env's on the same seed and calls. All rollouts of one run share one
+form; docs/env.md, "Action") that goes to ``env.step`` unchanged; the next turn is its result and the budget
+(:func:`later_turn`). A bad call is an observation, as in the gym env. The episode ends when the env commits
+(``commit``, or the tool calls run out) or verifiers stops the exchange (``max_turns``, a timeout); the rollout's
+reward ``consolidation_reward`` is the sum of the env's step rewards, so it equals the Gymnasium env's on the same
+seed and calls. All rollouts of one run share one
 reward service per id and settings (started in ``Env.start``, closed in ``Env.stop``).
 
 The model runs in verifiers' tool-less chat program (its ``null`` harness), launched with this interpreter
