@@ -117,14 +117,18 @@ def cleanest(procedures: Sequence[Procedure], evidence: Sequence[Procedure]) -> 
     return max(procedures, key=lambda p: (share(p), p.session, p.entry_id))
 
 
-def consensus_steps(reference: Procedure, evidence: Sequence[Procedure], slots: bool = False) -> list[str]:
-    """The reference's supported steps, plus supported steps it skipped (see the module docstring)."""
+def consensus_steps(reference: Procedure, evidence: Sequence[Procedure], slots: bool = False,
+                    need: int | None = None) -> list[str]:
+    """The reference's supported steps, plus supported steps it skipped (see the module docstring). ``need``:
+    how many procedures must hold a step for it to be supported (default: a strict majority; ``synthesize``
+    passes its ``min_support``'s, :mod:`dreamer_gym.envs.synthesis`)."""
     evidence = [renamed(p, reference) for p in (list(evidence) or [reference])]
     if reference.entry_id not in {p.entry_id for p in evidence}:
         evidence.append(renamed(reference, reference))
     ref = next(p for p in evidence if p.entry_id == reference.entry_id)
     common = common_words(evidence)
-    need = len(evidence) // 2 + 1 if len(evidence) >= 2 else 1
+    if need is None:
+        need = len(evidence) // 2 + 1 if len(evidence) >= 2 else 1
     exact = _multiplicity(evidence, lambda s: s, need)
     shape = _multiplicity(evidence, lambda s: template(s, common), need)
     result: list[str] = []
