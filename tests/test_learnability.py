@@ -17,6 +17,14 @@ from dreamer_gym.studies.learnability import (
     fit_tree,
     predict_tree,
 )
+from dreamer_gym.studies.fixed_referee import (
+    PairedReferee,
+    best_fixed_other_fold,
+    constant_selection,
+    describe_switch,
+    family_switch,
+    referee,
+)
 
 FAMILIES = [f"family-{i % 4}" for i in range(40)]  # 40 regions, 4 families of 10
 
@@ -78,6 +86,69 @@ def test_the_tree_finds_a_threshold_and_a_feature_policy_reads_it() -> None:
     assert "if share <= 0.5: (a) else: (b)" in by_name["share"]["trees"]
 
 
+def test_a_rule_that_wins_the_scored_fold_by_luck_is_never_scored_there() -> None:
+    scores = np.zeros((10, 2, 2))
+    scores[:, 0, :] = 0.5  # rule 0: 0.5 on both folds
+    scores[:, 1, 1] = 2.0  # rule 1: 0 on fold 0, a fluke of 2.0 on fold 1 (best in sample: mean 1.0)
+    values, chosen = best_fixed_other_fold(scores)
+    assert chosen == [1, 0]  # fold 1 is scored with the rule fold 0 chose
+    assert values[:, 1].tolist() == [0.5] * 10 and values[:, 0].tolist() == [0.0] * 10
+    r = referee(scores, ["steady", "fluke"], None, FAMILIES[:10], resamples=50)
+    assert r["best_fixed"]["in_sample"] == {"rule": "fluke", "value": 1.0}
+    assert r["best_fixed"]["value"] == 0.25 and r["family_switch"] is None
+
+
+def test_the_in_sample_best_of_equal_rules_is_biased_up_and_the_other_fold_one_is_not() -> None:
+    scores = table(np.zeros((40, 20)), 1.0, seed=5)  # 20 rules equal in truth
+    r = referee(scores, [f"r{i}" for i in range(20)], FAMILIES, FAMILIES, resamples=300)
+    assert r["best_fixed"]["in_sample"]["value"] > 0.15  # a maximum over 20 noisy means
+    assert abs(r["best_fixed"]["value"]) < 0.15
+    switch = r["family_switch"]
+    assert switch["in_sample"] > 0.3  # a maximum per family over fewer regions: larger still
+    lo, hi = switch["vs_best_fixed"]["ci95"]
+    assert lo < 0 < hi  # no family differs in truth: the switch is no better out of sample
+
+
+def test_a_family_switch_that_truly_differs_is_found() -> None:
+    true = np.zeros((40, 4))
+    true[:, 0] = 0.5  # the best constant
+    groups = np.array(FAMILIES)
+    for f in range(3):  # families 0-2 each have a rule of their own worth 1.0; family 3 is best with rule 0
+        true[groups == f"family-{f}", f + 1] = 1.0
+    scores = table(true, 0.05, seed=2)
+    values, chosen = family_switch(scores, FAMILIES)
+    expected = {"family-0": 1, "family-1": 2, "family-2": 3, "family-3": 0}
+    assert chosen == [expected, expected]
+    r = referee(scores, ["base", "a", "b", "c"], FAMILIES, FAMILIES, resamples=300)
+    assert r["best_fixed"]["per_fold"] == ["base", "base"]
+    assert r["family_switch"]["value"] == pytest.approx(0.875, abs=0.02)
+    d = r["family_switch"]["vs_best_fixed"]
+    assert d["difference"] == pytest.approx(0.375, abs=0.02) and d["ci95"][0] > 0.25 and d["excludes_0"]
+    assert describe_switch(r["family_switch"]["per_fold"][0], "base") == \
+        "a on family-0, b on family-1, c on family-2, base elsewhere"
+
+
+def test_a_contender_is_paired_with_the_reference_on_the_same_regions_and_folds() -> None:
+    true = np.zeros((40, 3))
+    true[:, 2] = 1.0  # rule 2 best everywhere: chosen on every fold and every resample
+    scores = table(true, 0.1, seed=4)
+    ref = PairedReferee(constant_selection(scores), FAMILIES, resamples=200)
+    same = ref.against(scores[:, 2, :])
+    assert same == {"difference": 0.0, "ci95": [0.0, 0.0], "excludes_0": False}
+    gain = np.random.default_rng(0).uniform(0.0, 0.2, 40)  # a region-level gain over the best fixed rule
+    better = ref.against(scores[:, 2, :] + gain[:, None])
+    assert better["difference"] == pytest.approx(gain.mean())
+    assert 0.05 < better["ci95"][0] < gain.mean() < better["ci95"][1] < 0.15 and better["excludes_0"]
+
+
+def test_feature_policies_are_read_against_the_best_fixed_rule_of_the_same_folds() -> None:
+    x = np.arange(40, dtype=float)[:, None]
+    true = np.zeros((40, 2))
+    true[:20, 0] = true[20:, 1] = 1.0  # the best rule flips at x = 19.5; either constant gets 0.5
+    by_name = {p["model"]: p for p in feature_policies(table(true, 0.01, seed=6), x, ["x"], ["a", "b"])}
+    assert by_name["x"]["vs_best_fixed"] == pytest.approx(0.5, abs=0.02)
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"draws": 1}, "Expected `draws` >= 2"),
     ({"rules": ("keep-all", "magic")}, r"Unknown rule\(s\) \['magic'\] in `rules`"),
@@ -107,5 +178,7 @@ def test_learnability_command_on_real_scienceworld(tmp_path, capsys) -> None:
     assert lo <= summary["gap"] <= hi and summary["best_constant"] in summary["rules"]
     assert summary["choice"] == pytest.approx(summary["constant"] + summary["gap"])
     assert set(summary["merging_vs_keep_all"]) == {"consensus"}
+    assert summary["best_fixed"]["per_fold"][0] in summary["rules"]  # chosen on the other draw
+    assert summary["family_switch"]["per_fold"][0] == {"use-thermometer": summary["best_fixed"]["per_fold"][0]}
     assert all(r["entries"] > 0 and r["family"] == "use-thermometer" for r in record["regions"])
     assert "| **gap** (choice - constant) |" in (out / "learnability.md").read_text()

@@ -93,6 +93,18 @@ def test_the_study_reads_contenders_against_the_rules(track_results: Path) -> No
     assert hindsight["agreement"] > s["agreement"]["constant"] + 0.15
     assert hindsight["vs_best_constant"]["reward"] > 0
     assert "copies-dedupe" in to_markdown(s) and s["best_constant"] in to_markdown(s)
+    # the fixed references chosen on the other fold, paired per (region, fold): a row that copies dedupe stands
+    # exactly where dedupe's own mean over (region, fold) stands against them
+    fixed, switch = s["best_fixed"], s["family_switch"]
+    assert set(fixed["per_fold"]) <= set(s["rules"]) and set(switch["per_fold"][0]) == set(s["families"])
+    assert fixed["in_sample"]["rule"] == s["best_constant"]
+    for key, value in (("vs_best_fixed", fixed["value"]), ("vs_family_switch", switch["value"])):
+        d = copier[key]
+        assert d["difference"] == pytest.approx(s["per_rule"]["dedupe"]["mean"] - value, abs=1e-12)
+        assert d["ci95"][0] <= d["difference"] <= d["ci95"][1]
+    assert hindsight["vs_best_fixed"]["difference"] > 0 and hindsight["vs_best_fixed"]["excludes_0"]
+    page = to_markdown(s)
+    assert "| best fixed rule (`" in page and "| family switch (fold 0:" in page and "best constant in sample" in page
 
 
 def test_the_study_says_which_rows_it_needs(tmp_path: Path) -> None:

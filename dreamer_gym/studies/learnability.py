@@ -6,7 +6,10 @@ same region reset with different seeds: different evaluation episodes; every rul
 seed, so rules are compared on the same episodes). The unit is the commit reward ``info["return"]``, what a
 learner is paid. Then, **cross-fitted** (choose on some draws, score on the draw left out, average over folds):
 
-* the **best constant**: the one rule with the highest mean over regions;
+* the **best constant**: the one rule with the highest mean over regions (on the other draws: the best fixed
+  rule, :mod:`dreamer_gym.studies.fixed_referee`);
+* the **family switch** (family pools): per family, the rule with the highest mean over that family's regions,
+  a reference row with its paired CI against the best constant (``family_switch``);
 * the **best choice**: per region, the rule with the highest mean on that region (a lookup table, the most
   input-dependent policy the rule family allows);
 * the **gap** (choice - constant), paired over regions, with a 95% bootstrap CI that resamples regions within
@@ -19,6 +22,9 @@ values are reported beside the cross-fitted ones to show how much that is.
 Also: the share of regions per best rule, the share where each merging rule hurts or helps against keep-all,
 and which region features predict the best rule (a one-split stump per feature and a depth-2 tree on all,
 fitted on the selection draws' best rules and scored on the held-out draw, like the choice itself).
+
+``summarise`` adds ``best_fixed`` and ``family_switch`` (:func:`~dreamer_gym.studies.fixed_referee.referee`) to the
+summary.
 """
 from __future__ import annotations
 
@@ -36,6 +42,8 @@ from dreamer_gym.consolidators.rule_selector import FEATURES, predict_tree, regi
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.memory.regions import parse_window
 from dreamer_gym.stats import interval, stratified_indices
+from dreamer_gym.studies.fixed_referee import TIE, best_fixed_other_fold, describe_switch, other_folds, referee
+from dreamer_gym.studies.fixed_referee import argmax_first as _argmax
 from dreamer_gym.studies.validity import make_study_env
 
 # Registered deterministic consolidators that are whole-region rules too (dreamer_gym.consolidators.fixed)
@@ -48,7 +56,6 @@ REGISTERED_RULES: dict[str, str] = {
 RULES: tuple[str, ...] = (*REGISTERED_RULES, *OP_RULES)
 MERGING_RULES: tuple[str, ...] = ("merge-all", "consensus", "merge-procedures", "merge-procedures-keep-facts",
                                   "abstract-procedures")
-TIE = 1e-9  # rewards closer than this are equal (a rule "agrees" with the best where it scores within TIE of it)
 
 
 @dataclass(frozen=True)
@@ -155,11 +162,6 @@ def score_table(records: Sequence[Mapping[str, Any]], regions: Sequence[tuple[st
                     dtype=float)
 
 
-def _argmax(values: np.ndarray) -> np.ndarray:
-    """Index of the largest value along the last axis, the first listed rule among ties within :data:`TIE`."""
-    return np.argmax(values >= values.max(axis=-1, keepdims=True) - TIE, axis=-1)
-
-
 def crossfit(scores: np.ndarray) -> dict[str, Any]:
     """Cross-fitted best constant and best per-region choice of a ``(regions, rules, draws)`` score table.
 
@@ -169,9 +171,7 @@ def crossfit(scores: np.ndarray) -> dict[str, Any]:
     n_regions, _, n_draws = scores.shape
     constant, choice, agree_constant, agree_choice = (np.zeros(n_regions) for _ in range(4))
     constants, choices = [], []
-    for k in range(n_draws):
-        select = np.delete(scores, k, axis=2).mean(axis=2)  # (regions, rules)
-        held = scores[:, :, k]
+    for _, select, held in other_folds(scores):  # (regions, rules) each
         c = int(_argmax(select.mean(axis=0)))
         per_region = _argmax(select)
         rows = np.arange(n_regions)
@@ -240,23 +240,26 @@ def describe_tree(tree: dict[str, Any], features: Sequence[str], rules: Sequence
 def feature_policies(scores: np.ndarray, x: np.ndarray, features: Sequence[str],
                      rules: Sequence[str]) -> list[dict[str, Any]]:
     """Cross-fitted policies that read features: a stump per feature and a depth-2 tree on all. Each fold fits
-    on the per-region best rules of the selection draws and plays its prediction on the held-out draw."""
+    on the per-region best rules of the other draws (folds) and plays its prediction on the held-out one, the
+    same folds as the best fixed rule (:func:`~dreamer_gym.studies.fixed_referee.best_fixed_other_fold`), so
+    ``vs_best_fixed`` (value minus that rule's held-out value) compares two out-of-sample choices (a point
+    estimate: refitting the trees on every bootstrap resample costs too much for a CI)."""
     n_draws = scores.shape[2]
+    fixed = float(best_fixed_other_fold(scores)[0].mean())
     models = [(f, [j], 1) for j, f in enumerate(features)]
     models.append(("tree (all features, depth 2)", list(range(len(features))), 2))
     out = []
     for name, cols, depth in models:
         value, agree, trees = 0.0, 0.0, []
-        for k in range(n_draws):
-            select = np.delete(scores, k, axis=2).mean(axis=2)
-            held = scores[:, :, k]
+        for _, select, held in other_folds(scores):
             tree = fit_tree(x[:, cols], _argmax(select), depth)
             played = predict_tree(tree, x[:, cols])
             rows = np.arange(len(held))
             value += float(held[rows, played].mean()) / n_draws
             agree += float((held[rows, played] >= held.max(axis=1) - TIE).mean()) / n_draws
             trees.append(describe_tree(tree, [features[c] for c in cols], rules))
-        out.append({"model": name, "value": value, "agreement": agree, "trees": trees})
+        out.append({"model": name, "value": value, "vs_best_fixed": value - fixed, "agreement": agree,
+                    "trees": trees})
     return out
 
 
@@ -292,6 +295,7 @@ def summarise(data: Mapping[str, Any], config: LearnabilityConfig) -> dict[str, 
     scores = score_table(data["records"], regions, rules, config.draws)
     fit = crossfit(scores)
     # the bootstrap's strata: a family pool's regions by family; a window pool's by bank (keys repeat across banks)
+    windows = any(parse_window(f) is not None for f, _ in regions)
     strata = [f if parse_window(f) is None else f"bank {b}" for f, b in regions]
     lo, hi = bootstrap_gap(scores, strata, config.bootstrap_resamples, config.seed)
     table = describe_rules(scores, rules, strata)
@@ -313,7 +317,10 @@ def summarise(data: Mapping[str, Any], config: LearnabilityConfig) -> dict[str, 
         "hindsight": {"constant": fit["hindsight_constant"], "choice": fit["hindsight_choice"],
                       "gap": fit["hindsight_gap"]},
         "draw_noise": noise, "draw_overlap": overlap, **table,
-        "feature_policies": feature_policies(scores, x, FEATURES, rules),
+        "feature_policies": feature_policies(scores, x, FEATURES, rules),  # cross-fitted on the same draws
+        # the fixed reference rows chosen on other draws; a window pool's regions have no one family to switch on
+        **referee(scores, rules, None if windows else [f for f, _ in regions], strata, config.bootstrap_resamples,
+                  config.seed),
         "per_region": [{"family": f, "bank": b, "best": rules[int(best[i])], "constant": float(fit["constant"][i]),
                         "choice": float(fit["choice"][i]), "gap": float(fit["gap"][i]),
                         "choice_per_fold": [rules[c[i]] for c in fit["choice_per_fold"]]}
@@ -355,11 +362,33 @@ def to_markdown(summary: Mapping[str, Any]) -> str:
         for rule, m in summary["merging_vs_keep_all"].items():
             lines.append(f"| {rule} | {m['hurts']:.2f} | {m['helps']:.2f} | {m['equal']:.2f} | {m['worst']:+.4f} | "
                          f"{m['best']:+.4f} |")
-    lines += ["", "| policy reading features (cross-fitted) | reward | agreement | fitted on fold 0 |",
-              "|---|---|---|---|"]
+    lines += ["", *fixed_rows_markdown(summary), "",
+              "| policy reading features (cross-fitted) | reward | - best fixed | agreement | fitted on fold 0 |",
+              "|---|---|---|---|---|"]
     for p in summary["feature_policies"]:
-        lines.append(f"| {p['model']} | {p['value']:+.4f} | {p['agreement']:.2f} | {p['trees'][0]} |")
+        lines.append(f"| {p['model']} | {p['value']:+.4f} | {p.get('vs_best_fixed', float('nan')):+.4f} | "
+                     f"{p['agreement']:.2f} | {p['trees'][0]} |")
     return "\n".join(lines) + "\n"
+
+
+def fixed_rows_markdown(summary: Mapping[str, Any]) -> list[str]:
+    """The reference rows chosen on other folds (best fixed rule, family switch) as a table, shared by the env
+    study and the track study; empty for a summary written before they existed."""
+    fixed, switch = summary.get("best_fixed"), summary.get("family_switch")
+    if fixed is None:
+        return []
+    per_fold = ", ".join(dict.fromkeys(fixed["per_fold"]))
+    lines = ["| fixed reference row (chosen on the other folds) | held-out reward | - best fixed [95% CI] | "
+             "in sample |", "|---|---|---|---|",
+             f"| best fixed rule (`{per_fold}`) | {fixed['value']:+.4f} | | {fixed['in_sample']['value']:+.4f} "
+             f"(`{fixed['in_sample']['rule']}`) |"]
+    if switch is not None:
+        d = switch["vs_best_fixed"]
+        lo, hi = d["ci95"]
+        lines.append(f"| family switch (fold 0: {describe_switch(switch['per_fold'][0], fixed['per_fold'][0])}) | "
+                     f"{switch['value']:+.4f} | {d['difference']:+.4f} [{lo:+.4f}, {hi:+.4f}] | "
+                     f"{switch['in_sample']:+.4f} |")
+    return lines
 
 
 def run(config: LearnabilityConfig, out_dir: str | Path | None = None, progress: bool = True) -> dict[str, Any]:

@@ -13,11 +13,23 @@ The trained rows (``kind: contender``) are then read against the table (issue 31
 
 * **input dependence**: the share of regions where the policy plays the cross-fitted best rule (it commits a
   bank that scores like that rule's on every episode, with the same size), against the best constant's share;
-* **paired differences** against the best constant and against dedupe: the track's mean reward (banks resampled
-  within families: a region's reward mixes in-family and other-family episodes) and the board's IQM of normalised
-  scores (banks and TEST variations resampled, as the board does), each with its paired 95% CI
-  (:func:`dreamer_gym.stats.paired_difference`);
+* **against the fixed reference rows, chosen on the other folds** (:mod:`dreamer_gym.studies.fixed_referee`):
+  ``vs_best_fixed``, the row's reward on each held-out fold minus that of the rule chosen on the other folds, and
+  ``vs_family_switch``, the same against the per-family switch; paired per (region, fold), mean and 95% CI over
+  banks resampled within families with the reference's choice redone on every resample;
+* **paired differences** against the in-sample best constant (``vs_best_constant``: the rule best on all
+  episodes, the board's reading, biased upward as a maximum over the scored episodes; kept for continuity) and
+  against dedupe: the track's mean reward (banks resampled within families: a region's reward mixes in-family and
+  other-family episodes) and the board's IQM of normalised scores (banks and TEST variations resampled, as the
+  board does), each with its paired 95% CI (:func:`dreamer_gym.stats.paired_difference`);
 * for rows named ``...-seedN``, the median seed by track score.
+
+:func:`study`'s output: ``best_constant`` (in sample), ``constant_per_fold``, ``constant``/``choice``/``gap`` (the
+cross-fit), ``best_fixed`` and ``family_switch`` (:func:`~dreamer_gym.studies.fixed_referee.referee`: the reference rows
+chosen on other folds, the switch with its paired CI against the best fixed rule), the rule table
+(``per_rule``, ...), ``feature_policies`` (cross-fitted on the same folds), ``policies`` (per row: ``score``,
+``agreement``, ``plays``, ``vs_best_fixed``, ``vs_family_switch``, ``vs_best_constant``, ``vs_dedupe``) and
+``per_region``.
 """
 from __future__ import annotations
 
@@ -40,8 +52,10 @@ from dreamer_gym.studies.learnability import (
     crossfit,
     describe_rules,
     feature_policies,
+    fixed_rows_markdown,
     region_features,
 )
+from dreamer_gym.studies.fixed_referee import PairedReferee, constant_selection, referee, switch_selection
 
 # the rows that are whole-region rules: deterministic, no learning (random and blind are not rules of the region)
 RULE_ROWS: tuple[str, ...] = ("keep-all", "empty", "dedupe", "consensus", "rule:merge-all", "rule:merge-procedures",
@@ -79,9 +93,12 @@ def fold_map(episodes: Sequence[tuple[str, int]], folds: int, seed: int) -> dict
     return out
 
 
-def fold_rewards(record: Mapping[str, Any], folds: Mapping[tuple[str, int], int], n_folds: int) -> np.ndarray:
+def fold_rewards(record: Mapping[str, Any], folds: Mapping[tuple[str, int], int], n_folds: int,
+                 region_terms: bool = False) -> np.ndarray:
     """The region's reward on each fold's episodes (the track's formula: in-family deltas, other-family losses
-    only, over the fold's episode count, plus the size term); checks that all episodes give the record's reward."""
+    only, over the fold's episode count, plus the size term); checks that all episodes give the record's reward.
+    With ``region_terms`` (a contender's row, which may carry a term the formula does not know, such as an
+    archived protocol's penalty), a difference is instead a region-level term added to every fold, like size."""
     size = float(record["reward_components"]["size"])
 
     def reward(eps: Sequence[Mapping[str, Any]]) -> float:
@@ -92,10 +109,11 @@ def fold_rewards(record: Mapping[str, Any], folds: Mapping[tuple[str, int], int]
 
     eps = record["episodes"]
     whole = reward(eps)
-    if abs(whole - float(record["reward"])) > 1e-9:
+    offset = float(record["reward"]) - whole if region_terms else 0.0
+    if abs(whole + offset - float(record["reward"])) > 1e-9:
         raise ValueError(f"region {record['bank_index']}/{record['family']}: its episodes give reward {whole:+.6f}, "
                          f"the record says {record['reward']:+.6f} (a results file of another reward formula?)")
-    return np.array([reward([e for e in eps if folds[(e["family"], int(e["variation"]))] == k])
+    return np.array([reward([e for e in eps if folds[(e["family"], int(e["variation"]))] == k]) + offset
                      for k in range(n_folds)])
 
 
@@ -242,11 +260,17 @@ def study(config: TrackLearnabilityConfig, results_dir: str | Path | None = None
             counts[match] = counts.get(match, 0) + 1
         return {k: v / len(regions) for k, v in sorted(counts.items(), key=lambda kv: -kv[1])}
 
+    # the fixed reference rows chosen on other folds, paired with each row per (region, fold)
+    vs_fixed = PairedReferee(constant_selection(scores), strata, config.bootstrap_resamples, config.seed)
+    vs_switch = PairedReferee(switch_selection(scores, strata), strata, config.bootstrap_resamples, config.seed)
     policies = {}
     for name, row in policy_rows.items():
+        held_out = np.array([fold_rewards(recs[name][region], folds, config.folds, region_terms=True)
+                             for region in regions])
         policies[name] = {
             "score": float(row["summary"]["score"]), "trained_on": row["consolidator"]["trained_on"],
             "agreement": agreement(name), "plays": plays(name),
+            "vs_best_fixed": vs_fixed.against(held_out), "vs_family_switch": vs_switch.against(held_out),
             "vs_best_constant": _paired(row, rule_rows[constant_name], normaliser),
             "vs_dedupe": _paired(row, rule_rows["dedupe"], normaliser) if "dedupe" in rule_rows else None}
     constant_agreement = agreement(constant_name)
@@ -270,7 +294,8 @@ def study(config: TrackLearnabilityConfig, results_dir: str | Path | None = None
         "hindsight": {"constant": fit["hindsight_constant"], "choice": fit["hindsight_choice"],
                       "gap": fit["hindsight_gap"]},
         **table,
-        "feature_policies": feature_policies(scores, x, FEATURES, rules),
+        "feature_policies": feature_policies(scores, x, FEATURES, rules),  # cross-fitted on the same folds
+        **referee(scores, rules, strata, strata, config.bootstrap_resamples, config.seed),
         "policies": policies, "median_seeds": median_seeds({n: p["score"] for n, p in policies.items()}),
         "per_region": [{"bank": b, "family": f, "best": rules[int(best[i])], "gap": float(fit["gap"][i]),
                         "choice_per_fold": [rules[c[i]] for c in chosen]} for i, (b, f) in enumerate(regions)],
@@ -282,6 +307,13 @@ def _ci(d: Mapping[str, Any] | None, key: str) -> str:
         return "n/a"
     lo, hi = d[f"{'reward' if key == 'reward' else 'iqm'}_ci95"]
     return f"{d[key]:+.4f} [{lo:+.4f}, {hi:+.4f}]"
+
+
+def _fold_ci(d: Mapping[str, Any] | None) -> str:
+    if d is None:
+        return "n/a"
+    lo, hi = d["ci95"]
+    return f"{d['difference']:+.4f} [{lo:+.4f}, {hi:+.4f}]"
 
 
 def to_markdown(s: Mapping[str, Any]) -> str:
@@ -307,21 +339,28 @@ def to_markdown(s: Mapping[str, Any]) -> str:
         for rule, m in s["merging_vs_keep_all"].items():
             lines.append(f"| {rule} | {m['hurts']:.2f} | {m['helps']:.2f} | {m['equal']:.2f} | {m['worst']:+.4f} | "
                          f"{m['best']:+.4f} |")
-    lines += ["", "| policy reading features (cross-fitted) | reward | agreement | fitted on fold 0 |", "|---|---|---|---|"]
+    lines += ["", *fixed_rows_markdown(s), "",
+              "| policy reading features (cross-fitted) | reward | - best fixed | agreement | fitted on fold 0 |",
+              "|---|---|---|---|---|"]
     for p in s["feature_policies"]:
-        lines.append(f"| {p['model']} | {p['value']:+.4f} | {p['agreement']:.2f} | {p['trees'][0]} |")
+        lines.append(f"| {p['model']} | {p['value']:+.4f} | {p.get('vs_best_fixed', float('nan')):+.4f} | "
+                     f"{p['agreement']:.2f} | {p['trees'][0]} |")
     if s["policies"]:
         lines += ["", f"Trained rows against the table. Agreement: the share of (region, fold) where the row plays the "
                   f"rule chosen on the other folds; the best constant `{s['best_constant']}` plays it on "
                   f"{s['agreement']['constant']:.2f}; the choices of two folds agree on {s['agreement']['choice_consistency']:.2f} "
                   "of regions (the per-region best rule moves with the episodes). Paired 95% CIs (stratified bootstrap "
-                  "over banks within families).",
-                  "", "| row | track score | agreement (- constant's) | plays | - best constant: reward | IQM normalised "
-                  "| - dedupe: reward | IQM normalised |", "|---|---|---|---|---|---|---|---|"]
+                  "over banks within families). Best fixed and family switch: chosen on the other folds, the row "
+                  "paired with them per (region, held-out fold); best constant in sample: "
+                  f"`{s['best_constant']}`, best on all episodes (the board's reading, biased upward).",
+                  "", "| row | track score | agreement (- constant's) | plays | - best fixed | - family switch | "
+                  "- best constant in sample: reward | IQM normalised | - dedupe: reward | IQM normalised |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for name, p in sorted(s["policies"].items()):
             plays = ", ".join(f"{k} {v:.2f}" for k, v in list(p["plays"].items())[:3])
             lines.append(f"| {name} | {p['score']:+.4f} | {p['agreement']:.2f} ({p['agreement_minus_constant']:+.2f}) | "
-                         f"{plays} | {_ci(p['vs_best_constant'], 'reward')} | "
+                         f"{plays} | {_fold_ci(p.get('vs_best_fixed'))} | {_fold_ci(p.get('vs_family_switch'))} | "
+                         f"{_ci(p['vs_best_constant'], 'reward')} | "
                          f"{_ci(p['vs_best_constant'], 'iqm_normalised')} | {_ci(p['vs_dedupe'], 'reward')} | "
                          f"{_ci(p['vs_dedupe'], 'iqm_normalised')} |")
         for base, g in s["median_seeds"].items():
