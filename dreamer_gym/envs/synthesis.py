@@ -53,6 +53,7 @@ SYNTHESIS_KINDS: tuple[str, ...] = ("procedure", "fact")
 SUCCESS_SCORE = 100.0  # a ScienceWorld run that reached this final score completed its task
 # a step that is nothing but slots ("<object 2>": the runs did different things there) tells a reader nothing to do
 _SLOT = re.compile(r"<[^<>]*>")
+_NUMBERED_SLOT = re.compile(r"<([^<>]*) \d+>")  # as op_rules.slot_form names them: <object 1>, <box 2>
 
 
 @dataclass(frozen=True)
@@ -118,9 +119,24 @@ def _cut(parts: Sequence[str], joiner: str, max_tokens: int, head: str = "", tai
     return text if room and text != head + tail else None
 
 
+def _renumbered(steps: Sequence[str]) -> list[str]:
+    """Slots numbered 1, 2, ... per name again in order of appearance (a left-out step leaves no gap)."""
+    names: dict[str, str] = {}
+    per_head: Counter[str] = Counter()
+
+    def rename(found: re.Match[str]) -> str:
+        if found.group(0) not in names:
+            head = found.group(1)
+            per_head[head] += 1
+            names[found.group(0)] = f"<{head} {per_head[head]}>"
+        return names[found.group(0)]
+    return [_NUMBERED_SLOT.sub(rename, s) for s in steps]
+
+
 def _procedure_text(procedures: Sequence[Procedure], need: int, max_tokens: int) -> str | None:
     reference = cleanest(procedures, procedures)
-    steps = [s for s in consensus_steps(reference, procedures, slots=True, need=need) if _SLOT.sub("", s).strip()]
+    steps = _renumbered([s for s in consensus_steps(reference, procedures, slots=True, need=need)
+                         if _SLOT.sub("", s).strip()])
     return _cut(steps, ", ", max_tokens, head=f"To {reference.goal}: ", tail=".") if steps else None
 
 

@@ -92,6 +92,12 @@ def test_slots_stand_where_variations_differ_and_nothing_variation_specific_is_l
     assert set(words_of(_SLOT.sub(" ", body))) <= every_run | goal
     for word in ("butterfly", "jay", "red", "orange", "purple", "green"):
         assert word not in words_of(_SLOT.sub(" ", body)), word
+    for runs, task in [(family_runs(pool, f), f) for f in pool.families]:
+        for candidate in (synthesize(runs, task), synthesize(runs, task, which="all")):
+            numbers: dict[str, set[int]] = {}
+            for head, n in re.findall(r"<([^<>]*) (\d+)>", candidate.text):  # type: ignore[union-attr]
+                numbers.setdefault(head, set()).add(int(n))
+            assert all(ns == set(range(1, len(ns) + 1)) for ns in numbers.values()), (task, numbers)  # no gaps
 
 
 def test_provenance_cites_exactly_the_chosen_runs_whole(pool: BankPool) -> None:
