@@ -22,7 +22,7 @@ import gymnasium as gym
 
 from dreamer_gym.consolidators.base import call
 from dreamer_gym.envs.schema import tool_call_schema
-from dreamer_gym.envs.tools import TOOLS
+from dreamer_gym.envs.tools import tools_for
 from dreamer_gym.envs.wrappers import render_state, system_prompt
 from dreamer_gym.llm import LLMBackend, LLMConfig, SamplingConfig, make_backend
 from dreamer_gym.prompts import load_prompt
@@ -109,9 +109,10 @@ class PromptedConsolidator:
             self._backend = make_backend(self.llm)
         return self._backend
 
-    def messages(self, obs: dict[str, Any], previous: list[str]) -> list[dict[str, str]]:
-        """The chat for this turn, with the region cut (never the instructions) to fit the context."""
-        system = system_prompt()
+    def messages(self, obs: dict[str, Any], previous: list[str], contract: int = 1) -> list[dict[str, str]]:
+        """The chat for this turn, with the region cut (never the instructions) to fit the context; ``contract``:
+        the env's tool contract (which tools the instructions list)."""
+        system = system_prompt(contract)
         prev = "\n".join(previous[-self.history:]) if previous else "(none)"
         state = render_state(obs)
 
@@ -137,7 +138,9 @@ class PromptedConsolidator:
     def actions(self, env: gym.Env, obs: dict[str, Any], info: dict[str, Any]) -> Generator[str, Any, None]:
         self.stats = PromptedStats()
         region = info.get("region", ())
-        no_commit = [t for t in TOOLS if t != "commit"]
+        contract = int(getattr(getattr(env.unwrapped, "config", None), "tool_contract", 1))
+        tools_here = list(tools_for(contract))
+        no_commit = [t for t in tools_here if t != "commit"]
 
         def sampling_for(emitted: int, calls_left: int, previous: list[str]) -> SamplingConfig:
             # Guided decoding hides `commit` while the new region is empty (small models otherwise commit
@@ -145,13 +148,14 @@ class PromptedConsolidator:
             # arguments (greedy decoding on a nearly unchanged prompt loops). The budget guard commits.
             schema = None
             if self.guided:
-                tools = list(TOOLS) if emitted or self.allow_empty_commit else list(no_commit)
+                tools = list(tools_here) if emitted or self.allow_empty_commit else list(no_commit)
                 if len(previous) >= 2 and previous[-1] == previous[-2]:
                     repeated = _tool_name(previous[-1])
                     tools = [t for t in tools if t != repeated] or tools
                 if not emitted and calls_left <= self.write_phase:  # time to write something
                     tools = ["keep", "emit"]
-                schema = tool_call_schema(region, tools=tools)
+                # contract 0 (the -v0 ids) takes every contract-1 call: guide with the strict one there
+                schema = tool_call_schema(region, tools=tools, contract=max(contract, 1))
             return SamplingConfig(max_tokens=self.max_tokens, temperature=self.temperature, seed=self.seed,
                                   json_schema=schema)
         previous: list[str] = []
@@ -162,7 +166,7 @@ class PromptedConsolidator:
                 yield call("commit")
                 return
             sampling = sampling_for(int(obs["budget"][2]), calls_left, previous)
-            reply = self.backend.generate([self.messages(obs, previous)], sampling)[0][0]
+            reply = self.backend.generate([self.messages(obs, previous, contract)], sampling)[0][0]
             self.stats.calls += 1
             self.stats.prompt_tokens += reply.prompt_tokens
             self.stats.completion_tokens += reply.completion_tokens

@@ -43,11 +43,6 @@ class ConsolidationConfig(Budgets, RewardDefinition):
     store_path: str = field(default=":memory:", metadata={"help": "SQLite store for banks and the eval cache"})
     progress: bool = field(default=False, metadata={
         "help": "a bar (stderr) over a commit's evaluation episodes, shown once a commit runs past a few seconds"})
-    window_own_families: bool = field(default=False, metadata={
-        "help": "window regions: a new entry may be filed only under a family the window's own sessions played "
-                "(the families its evaluation draws from; dreamer_gym.contract.filing). False: the rule of "
-                "ScienceWorldWindows-v0, any family of the region's entries, an older retrieved one's included. "
-                "It changes which commits are accepted, so an id turns it on only at a version bump (issue 40)"})
 
     def __post_init__(self) -> None:
         from dreamer_gym.evaluation.executors import resolve_executor
@@ -74,8 +69,9 @@ class ConsolidationConfig(Budgets, RewardDefinition):
         if self.eval_other < 0 or self.workers < 0:
             raise ConfigError("Expected `eval_other` and `workers` to be >= 0")
         if isinstance(self.tool_contract, bool) or self.tool_contract not in CONTRACTS:
-            raise ConfigError(f"Expected `tool_contract` to be one of {list(CONTRACTS)} (1: the -v1 ids' strict tool "
-                              f"calls, 0: the -v0 ids'), got {self.tool_contract!r}")
+            raise ConfigError(f"Expected `tool_contract` to be one of {list(CONTRACTS)} (2: the whole bank read-only "
+                              f"and `synthesize`, ScienceWorld-v2; 1: the -v1 ids' strict tool calls; 0: the -v0 "
+                              f"ids'), got {self.tool_contract!r}")
         if not isinstance(self.window_own_families, bool):
             raise ConfigError(f"Expected `window_own_families` to be a bool, got {self.window_own_families!r}")
         if self.size_coef < 0 or self.invalid_penalty < 0:

@@ -15,8 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-CONTRACTS: tuple[int, ...] = (0, 1)  # 0: the lenient tool contract of the -v0 ids; 1: the strict one of -v1
-LATEST_CONTRACT = 1
+# 0: the lenient tool contract of the -v0 ids; 1: the strict one of the -v1 ids; 2: contract 1 plus the whole bank
+# read-only (read_entry, search) and the `synthesize` tool, with the bank context in the observation (issue 40:
+# ScienceWorld-v2, ScienceWorldWindows-v1)
+CONTRACTS: tuple[int, ...] = (0, 1, 2)
+LATEST_CONTRACT = 2
+V1_CONTRACT = 1  # the default of RewardDefinition: every id registered before issue 40 was defined on it
 CHARS_PER_TOKEN = 12  # character cap per emitted entry = max_entry_tokens * this
 
 
@@ -38,9 +42,10 @@ class RewardDefinition:
     eval_other: int = field(default=2, metadata={"help": "evaluation episodes from other families"})
     size_coef: float = field(default=0.02, metadata={"help": "reward per relative change of region tokens"})
     invalid_penalty: float = field(default=0.01, metadata={"help": "reward cost of one invalid tool call"})
-    tool_contract: int = field(default=LATEST_CONTRACT, metadata={
-        "help": "what a well-formed tool call is (dreamer_gym.envs.toolspec): 1 strict (the -v1 ids), 0 lenient "
-                "(the superseded -v0 ids)", "choices": CONTRACTS})
+    tool_contract: int = field(default=V1_CONTRACT, metadata={
+        "help": "which tools exist and what a well-formed call is (dreamer_gym.envs.toolspec): 2 the whole bank "
+                "read-only, `synthesize` and the bank context (ScienceWorld-v2, ScienceWorldWindows-v1), 1 strict "
+                "(the -v1 ids), 0 lenient (the superseded -v0 ids)", "choices": CONTRACTS})
     max_entry_tokens: int = field(default=320, metadata={"help": "tokens per emitted entry"})
     max_region_entries: int = field(default=50, metadata={"help": "largest working region shown"})
     reward_agent: str = field(default="memory", metadata={
@@ -49,6 +54,11 @@ class RewardDefinition:
         "help": "entries retrieved into the downstream agent's context (None = the suite's default)"})
     agent_max_steps: int | None = field(default=None, metadata={
         "help": "downstream agent steps per episode (None = the suite's default)"})
+    window_own_families: bool = field(default=False, metadata={
+        "help": "window regions: a new entry may be filed only under a family the window's own sessions played "
+                "(the families its evaluation draws from; dreamer_gym.contract.filing). False: the rule of "
+                "ScienceWorldWindows-v0, any family of the region's entries, an older retrieved one's included. "
+                "It changes which commits are accepted: True from ScienceWorldWindows-v1 on (issue 40)"})
 
 
 @dataclass(frozen=True)
@@ -65,5 +75,5 @@ BUDGET_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Budgets))
 # model, not where or how fast it runs: backend, server and timeouts stay free).
 LLM_REWARD_FIELDS: tuple[str, ...] = ("model", "gguf_file", "max_context")
 
-__all__ = ["BUDGET_FIELDS", "CHARS_PER_TOKEN", "CONTRACTS", "LATEST_CONTRACT", "LLM_REWARD_FIELDS", "REWARD_FIELDS",
+__all__ = ["BUDGET_FIELDS", "CHARS_PER_TOKEN", "CONTRACTS", "LATEST_CONTRACT", "V1_CONTRACT", "LLM_REWARD_FIELDS", "REWARD_FIELDS",
            "Budgets", "RewardDefinition"]

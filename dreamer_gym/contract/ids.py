@@ -1,8 +1,9 @@
 """Registered ids and their keyword arguments: each id is a :class:`RewardDefinition` plus free defaults.
 
 Versions (docs/env.md, "Versions"): a change that moves any reward gives every id it touches a new ``-vN``; the
-old version stays registered, unchanged, and is documented as superseded (gym.make of it warns). ``-v1`` (issue
-27): the strict tool contract (:mod:`dreamer_gym.envs.toolspec`); ``-v0``: the lenient contract 0.
+old version stays registered, unchanged, and is documented as superseded (gym.make of it warns). ``ScienceWorld-v2``
+and ``ScienceWorldWindows-v1`` (issue 40): tool contract 2 and, on windows, filing under the window's own families;
+``-v1`` (issue 27): the strict tool contract (:mod:`dreamer_gym.envs.toolspec`); ``-v0``: the lenient contract 0.
 
 Every id is built by :func:`define_ids` from one base definition (the contract's defaults), so a changed
 default moves every id, every env config, every track check and the referee together.
@@ -89,32 +90,58 @@ def define_ids(base: RewardDefinition | None = None) -> dict[str, EnvIdSpec]:
     # from writers of three skill levels (pool `scienceworld-windows-r3-v0`), and a reward a learner can read: 20
     # in-family episodes a commit (one commit's SD 0.006 against a 0.014 gap between a region's best rule and
     # its runner-up; at 3 episodes the SD is six times the gap: docs/learnability.md). Its own name, not
-    # ScienceWorld-v2: the regions are a different task (no `family` option, no joint commits), and the family
-    # id stays what the -v1 runs, the demo and the tracks measure. Not a superseding version.
-    windows = {"MemoryConsolidation-ScienceWorldWindows-v0": EnvIdSpec.of(
-        base, suite="scienceworld", pool="scienceworld-windows-r3-v0", pool_hash=SCIENCEWORLD_WINDOWS_POOL_HASH,
-        eval_in_family=20)}
+    # ScienceWorld-v2: the regions are a different task (no `family` option, no joint commits).
+    windows = EnvIdSpec.of(base, suite="scienceworld", pool="scienceworld-windows-r3-v0",
+                           pool_hash=SCIENCEWORLD_WINDOWS_POOL_HASH, eval_in_family=20)
+    # Issue 40, one bump for both: tool contract 2 (the whole bank read-only through read_entry and search, the
+    # `synthesize` tool, the bank context in the observation) and, on windows, a new entry filed only under a family
+    # the window's own sessions played (dreamer_gym.contract.filing).
+    v2 = {"MemoryConsolidation-ScienceWorld-v2": replace(scienceworld, tool_contract=2),
+          "MemoryConsolidation-ScienceWorldWindows-v1": replace(windows, tool_contract=2, window_own_families=True)}
     # -v0 differs from -v1 only in the tool contract (0: lenient)
-    return {**{old: replace(latest[new], tool_contract=0) for old, new in superseded(latest).items()}, **latest,
-            **windows}
+    return {**{old: replace(latest[new], tool_contract=0) for old, new in _v0_of(latest).items()}, **latest,
+            "MemoryConsolidation-ScienceWorldWindows-v0": windows, **v2}
+
+
+def _v0_of(ids: dict[str, EnvIdSpec]) -> dict[str, str]:
+    """``X-v0`` -> ``X-v1`` for each ``-v1`` id among ``ids``."""
+    return {env_id.replace("-v1", "-v0"): env_id for env_id in ids if env_id.endswith("-v1")}
+
+
+def _name_and_version(env_id: str) -> tuple[str, int]:
+    name, _, version = env_id.rpartition("-v")
+    return name, int(version)
 
 
 def superseded(ids: dict[str, EnvIdSpec]) -> dict[str, str]:
-    """Old id -> the id that supersedes it (each ``-v1`` id among ``ids`` has a ``-v0``)."""
-    return {env_id.replace("-v1", "-v0"): env_id for env_id in ids if env_id.endswith("-v1")}
+    """Old id -> the newest id of the same name among ``ids`` (``ScienceWorld-v0`` and ``-v1`` -> ``-v2``)."""
+    newest: dict[str, int] = {}
+    for env_id in ids:
+        name, version = _name_and_version(env_id)
+        newest[name] = max(version, newest.get(name, version))
+    out = {}
+    for env_id in ids:
+        name, version = _name_and_version(env_id)
+        if version < newest[name]:
+            out[env_id] = f"{name}-v{newest[name]}"
+    return out
 
 
 ENV_IDS: dict[str, EnvIdSpec] = define_ids()
 # Superseded versions, still registered and unchanged (recorded runs and the leaderboard tracks use them)
 SUPERSEDED: dict[str, str] = superseded(ENV_IDS)
-# every id nothing supersedes: the -v1 ids and the ids that are new at -v0 (ScienceWorldWindows)
+# every id nothing supersedes (ScienceWorld-v2, ScienceWorldWindows-v1, the other suites' -v1 ids)
 LATEST_IDS: dict[str, EnvIdSpec] = {env_id: spec for env_id, spec in ENV_IDS.items() if env_id not in SUPERSEDED}
-SCIENCEWORLD = LATEST_IDS["MemoryConsolidation-ScienceWorld-v1"]
+# the ids the protocol-3 tracks, the demo and the recorded runs measure (ScienceWorld-v1: superseded by -v2, whose
+# track is protocol 4's)
+SCIENCEWORLD = ENV_IDS["MemoryConsolidation-ScienceWorld-v1"]
 ALFWORLD_GEN = LATEST_IDS["MemoryConsolidation-ALFWorldGen-v1"]
 MINIWOB = LATEST_IDS["MemoryConsolidation-MiniWoB-v1"]
 ALFWORLD = LATEST_IDS["MemoryConsolidation-ALFWorld-v1"]
 WEBARENA = LATEST_IDS["MemoryConsolidation-WebArena-v1"]
 SCIENCEWORLD_WINDOWS = ENV_IDS["MemoryConsolidation-ScienceWorldWindows-v0"]
+SCIENCEWORLD_V2 = LATEST_IDS["MemoryConsolidation-ScienceWorld-v2"]
+SCIENCEWORLD_WINDOWS_V1 = LATEST_IDS["MemoryConsolidation-ScienceWorldWindows-v1"]
 
 # what each id is registered with (`gym.spec(id).kwargs`): its frozen fields, its defaults and `frozen`
 REGISTERED: dict[str, dict[str, Any]] = {env_id: env_kwargs(spec) for env_id, spec in ENV_IDS.items()}
@@ -137,5 +164,5 @@ LLM_VARIANTS: dict[str, str] = {
 
 __all__ = ["ALFWORLD", "ALFWORLD_GEN", "ALFWORLD_GEN_POOL_HASH", "DEFAULT_FAMILIES", "ENV_IDS", "FROZEN_FIELDS",
            "LATEST_IDS", "LLM_VARIANTS", "MINIWOB", "MINIWOB_POOL_HASH", "REGISTERED", "SCIENCEWORLD",
-           "SCIENCEWORLD_POOL_HASH", "SCIENCEWORLD_WINDOWS", "SCIENCEWORLD_WINDOWS_POOL_HASH", "SUPERSEDED", "TRANSFER_TRACK", "WEBARENA", "EnvIdSpec", "define_ids",
+           "SCIENCEWORLD_POOL_HASH", "SCIENCEWORLD_V2", "SCIENCEWORLD_WINDOWS", "SCIENCEWORLD_WINDOWS_V1", "SCIENCEWORLD_WINDOWS_POOL_HASH", "SUPERSEDED", "TRANSFER_TRACK", "WEBARENA", "EnvIdSpec", "define_ids",
            "env_kwargs"]

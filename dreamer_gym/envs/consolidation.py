@@ -13,9 +13,10 @@ from gymnasium import spaces
 from dreamer_gym.agents import check_agent_available
 from dreamer_gym.envs.config import ConsolidationConfig
 from dreamer_gym.contract.frozen import check_frozen
+from dreamer_gym.envs.bank_context import context_dicts, render_context
 from dreamer_gym.envs.observation import RegionView, entry_dict
 from dreamer_gym.envs.spaces import ToolCallSpace, sanitize, text_space
-from dreamer_gym.envs.tools import TOOLS, ToolError, Workspace, parse_action
+from dreamer_gym.envs.tools import ToolError, Workspace, parse_action, tools_for
 from dreamer_gym.errors import ConfigError, FrozenParameterError, RewardServiceError
 from dreamer_gym.memory import MemoryBank, bank_at
 from dreamer_gym.service import (
@@ -67,10 +68,6 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         self.render_mode = render_mode
         self.region_chars = region_chars
         self._extra_tools = dict(extra_tools or {})
-        clash = sorted(set(self._extra_tools) & set(TOOLS))
-        if clash:
-            raise ConfigError(f"`extra_tools` may not redefine the env's tools {clash}")
-        self._tool_names = (*TOOLS, *self._extra_tools)
         try:
             self.config = ConsolidationConfig(**kwargs)
         except ConfigError:  # e.g. split="train": say first that the id does not allow changing it at all
@@ -84,6 +81,11 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
             raise
         if frozen is not None:  # before anything loads: a changed reward field fails first, naming itself
             check_frozen(self.config, frozen)
+        self.tools = tools_for(self.config.tool_contract)  # tool name -> prompt line: this id's tools
+        clash = sorted(set(self._extra_tools) & set(self.tools))
+        if clash:
+            raise ConfigError(f"`extra_tools` may not redefine the env's tools {clash}")
+        self._tool_names = (*self.tools, *self._extra_tools)
         # a simulator, browser, data, server or model stack missing: fail now, naming the fix, rather than at
         # the first commit, whose episodes could not run
         check_available(self.config.suite)
@@ -170,8 +172,10 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
                 self._evidence_stored = True
             self.store.put_bank(bank, meta={"pool": pool.hash, "index": bank_index})
         self._ws = Workspace(bank, region, pool.trajectories, family, self.config.max_emitted, self.config.max_entry_tokens,
-                             contract=self.config.tool_contract, own_window_families=self.config.window_own_families)
-        self._view = RegionView(region.name, list(self._ws.entries.values()), self.region_chars)
+                             contract=self.config.tool_contract, own_window_families=self.config.window_own_families,
+                             suite=self.config.suite)
+        self._view = RegionView(region.name, list(self._ws.entries.values()), self.region_chars,
+                                context=render_context(self._ws.context) if self._ws.context else "")
         self._region_dicts = [entry_dict(e) for e in self._ws.entries.values()]
         self._bank_index = bank_index
         self._episode_seed, self._ticket = episode_seed, ticket
@@ -326,6 +330,8 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
             "invalid_calls": self._invalid,
             "tool_calls_left": max(self._calls_left, 0),
             "emitted": [] if ws is None else [e.to_dict() for e in ws.emitted],
+            # tool contract 2: per task of the region, what the bank holds of it outside the region
+            **({"bank_context": context_dicts(ws.context)} if ws is not None and ws.sees_bank else {}),
         }
 
     def render(self) -> str | None:
@@ -335,7 +341,7 @@ class ConsolidationEnv(gym.Env[dict[str, Any], str]):
         return f"{obs['region']}\n--- last result ---\n{obs['result']}\n--- budget {obs['budget'].tolist()} ---\n"
 
     def tool_schema(self) -> str:
-        return json.dumps(TOOLS, indent=1)
+        return json.dumps(self.tools, indent=1)
 
     def close(self) -> None:
         if self._service is not None and self._owns_service:

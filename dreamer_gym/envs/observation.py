@@ -30,11 +30,14 @@ def hidden_note(hidden: int, total: int) -> str:
 class RegionView:
     """The read-only listing of one region, fitted with the new region so far into ``cap`` characters."""
 
-    def __init__(self, name: str, entries: Sequence[MemoryEntry], cap: int) -> None:
+    def __init__(self, name: str, entries: Sequence[MemoryEntry], cap: int, context: str = "") -> None:
+        """``context``: the bank context block (tool contract 2, :func:`~dreamer_gym.envs.bank_context.render_context`),
+        shown under the head line and never hidden: it is what the region alone cannot say."""
         self.cap = cap
         # sanitised once here (it maps characters one by one, so parts sanitised apart join to the same text);
         # each step then sanitises only the new region so far
-        self.head = sanitize(f"Region {name}: {len(entries)} entries (read-only evidence)", _UNCAPPED)
+        head = f"Region {name}: {len(entries)} entries (read-only evidence)"
+        self.head = sanitize(f"{head}\n{context}" if context else head, _UNCAPPED)
         self.lines: list[str] = []
         for entry in entries:
             prov = ", ".join(f"{p.trajectory_id}[{p.start}-{p.end}]" for p in entry.provenance)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dreamer_gym.envs.toolspec import LATEST_CONTRACT, SPECS, TOOL_NAMES, call_schema
+from dreamer_gym.envs.toolspec import SPECS, call_schema, tool_names
 
 QUERY_CHARS = 120  # a search query under guided decoding
 SMALL_INT = 99  # step numbers and retract's index under guided decoding
@@ -23,14 +23,17 @@ def _ids(values: Sequence[str]) -> dict[str, Any]:
 
 
 def tool_call_schema(region: Sequence[dict[str, Any]] = (), max_text_chars: int = 600,
-                     tools: Sequence[str] | None = None) -> dict[str, Any]:
-    """One ``anyOf`` branch per tool (``tools``, default all), narrowed for decoding; ``region`` is
-    ``info["region"]`` (empty: ids are any short string)."""
+                     tools: Sequence[str] | None = None, contract: int = 1) -> dict[str, Any]:
+    """One ``anyOf`` branch per tool (``tools``, default all of ``contract``'s: the env's ``tool_contract``),
+    narrowed for decoding; ``region`` is ``info["region"]`` (empty: ids are any short string). On contract 2,
+    ``synthesize``'s ``task`` is one of the region's families."""
     entry_ids = [e["id"] for e in region]
     entry = _ids(entry_ids)
     trajectory = _ids([p["trajectory_id"] for e in region for p in e.get("provenance", ())])
-    chosen = [t for t in (tools or TOOL_NAMES) if t in SPECS]
-    schema = call_schema(LATEST_CONTRACT, chosen)
+    available = tool_names(contract)
+    chosen = [t for t in (tools or available) if t in available]
+    schema = call_schema(contract, chosen)
+    families = sorted({e["family"] for e in region if e.get("family")})
     for branch in schema["anyOf"]:
         props = branch["properties"]
         for name, value in props.items():
@@ -49,6 +52,8 @@ def tool_call_schema(region: Sequence[dict[str, Any]] = (), max_text_chars: int 
                 props[name] = entry
             elif name == "query":
                 props[name] = {**value, "maxLength": QUERY_CHARS}
+            elif name == "task" and families:
+                props[name] = {"enum": families}
             elif name == "text":
                 props[name] = {**value, "maxLength": max_text_chars}
     return schema

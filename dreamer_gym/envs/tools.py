@@ -14,12 +14,27 @@ from typing import Any
 
 from dreamer_gym.contract.definition import CHARS_PER_TOKEN
 from dreamer_gym.contract.filing import filing_families
-from dreamer_gym.envs.toolspec import LATEST_CONTRACT, MAX_PROVENANCE, SPECS, V0_PROVENANCE_SEEN, argument_error, check_contract, prompt_lines
+from dreamer_gym.envs.toolspec import (
+    LATEST_CONTRACT,
+    MAX_PROVENANCE,
+    SPECS,
+    V0_PROVENANCE_SEEN,
+    argument_error,
+    check_contract,
+    prompt_lines,
+)
 from dreamer_gym.memory import BM25Retriever, MemoryBank, MemoryEntry, Provenance, Trajectory, count_tokens
 from dreamer_gym.memory.regions import Region, parse_window
 
-# tool name -> the one line the prompts show (generated from the declarations in toolspec)
-TOOLS: dict[str, str] = prompt_lines()
+# tool name -> the one line the prompts show (generated from the declarations in toolspec): contract 1's tools,
+# which every id has; a contract-2 env (ScienceWorld-v2) adds `synthesize` (tools_for)
+TOOLS: dict[str, str] = prompt_lines(1)
+BANK_CONTEXT_CONTRACT = 2  # from this contract on: the whole bank read-only, `synthesize`, the bank context
+
+
+def tools_for(contract: int) -> dict[str, str]:
+    """Tool name -> prompt line of the tools an env of ``contract`` accepts."""
+    return prompt_lines(contract)
 MAX_TRAJECTORY_STEPS = 20
 # CHARS_PER_TOKEN (the character cap per emitted entry = max_entry_tokens * it) is the reward contract's
 
@@ -84,11 +99,23 @@ class Workspace:
     emitted: list[MemoryEntry] = field(default_factory=list)
     contract: int = LATEST_CONTRACT  # the tool contract the calls were checked against (how provenance is read)
     own_window_families: bool = False  # ConsolidationConfig.window_own_families (dreamer_gym.contract.filing)
+    suite: str = "scienceworld"  # whose acquisition profile reads a trajectory's goal (synthesize)
 
     def __post_init__(self) -> None:
         self.entries: dict[str, MemoryEntry] = {i: self.bank.get(i) for i in self.region.entry_ids}  # type: ignore[misc]
         self.linked: set[str] = {p.trajectory_id for e in self.entries.values() for p in e.provenance}
         self._retriever = BM25Retriever(list(self.entries.values()))
+        self._bank_retriever: BM25Retriever | None = None  # contract 2's search over the bank, built on first use
+        self.context: tuple[Any, ...] = ()  # contract 2: dreamer_gym.envs.bank_context.TaskContext per own task
+        if self.contract >= BANK_CONTEXT_CONTRACT:
+            from dreamer_gym.envs.bank_context import bank_context
+
+            self.context = bank_context(self.bank, self.region, self.family, self.trajectories)
+
+    @property
+    def sees_bank(self) -> bool:
+        """Contract 2 on: read_entry and search reach the whole bank (read-only outside the region)."""
+        return self.contract >= BANK_CONTEXT_CONTRACT
 
     def entry_family(self, provenance: tuple[Provenance, ...]) -> str:
         """The family an emitted entry is filed under: the region's, or on a window region (which mixes
@@ -118,7 +145,14 @@ class Workspace:
         return self.entries[entry_id]
 
     def read_entry(self, args: dict[str, Any]) -> str:
-        return json.dumps(self._entry(args).to_dict(), ensure_ascii=False)
+        entry_id = args["id"]
+        if self.sees_bank and entry_id not in self.entries:
+            outside = self.bank.get(entry_id)
+            if outside is None:
+                raise ToolError(f"no entry {entry_id[:40]!r} in this bank")
+            return json.dumps({**outside.to_dict(), "in_region": False, "read_only": True}, ensure_ascii=False)
+        entry = self._entry(args).to_dict()
+        return json.dumps({**entry, "in_region": True} if self.sees_bank else entry, ensure_ascii=False)
 
     def read_trajectory(self, args: dict[str, Any]) -> str:
         traj_id = args["id"]
@@ -138,8 +172,50 @@ class Workspace:
 
     def search(self, args: dict[str, Any]) -> str:
         query, k = args["query"], args.get("k", 5)
-        hits = self._retriever.top_k(query[:2000], k)
-        return "\n".join(f"{e.id} ({e.kind}) {e.text[:160]}" for e in hits) or "no matches"
+        if not self.sees_bank or args.get("scope", "bank") == "region":
+            hits = self._retriever.top_k(query[:2000], k)
+            mark = (lambda e: "[region] ") if self.sees_bank else (lambda e: "")
+        else:
+            if self._bank_retriever is None:
+                self._bank_retriever = BM25Retriever(list(self.bank.entries))
+            hits = self._bank_retriever.top_k(query[:2000], k)
+            mark = lambda e: "[region] " if e.id in self.entries else f"[bank, read-only, {e.family}, session {e.session}] "  # noqa: E731
+        return "\n".join(f"{mark(e)}{e.id} ({e.kind}) {e.text[:160]}" for e in hits) or "no matches"
+
+    def synthesize(self, args: dict[str, Any]) -> str:
+        """One candidate entry from the region's linked trajectories of ``task`` (:mod:`dreamer_gym.envs.synthesis`):
+        returned with the ``emit`` call that files it, never written."""
+        from dreamer_gym.envs.synthesis import synthesis_tasks, synthesize
+
+        linked = [self.trajectories[t] for t in sorted(self.linked) if t in self.trajectories]
+        task = args["task"]
+        tasks = synthesis_tasks(linked)
+        if task not in tasks:
+            raise ToolError(f"task {task[:40]!r}: no trajectory linked from this region was played for it; the "
+                            f"region's tasks are {list(tasks)}")
+        allowed = filing_families(self.bank, self.family, self.region, self.own_window_families)
+        if parse_window(self.family) is not None and self.own_window_families and task not in allowed:
+            raise ToolError(f"task {task!r} is not one window {self.family!r}'s own sessions played, so an entry of it "
+                            f"cannot be filed here; synthesize one of {sorted(allowed)}")
+        candidate = synthesize(linked, task, which=args.get("trajectories", "success"),
+                               min_support=float(args.get("min_support", 0.5)), kind=args.get("kind", "procedure"),
+                               max_tokens=self.max_entry_tokens, suite=self.suite)
+        which, support = args.get("trajectories", "success"), float(args.get("min_support", 0.5))
+        if candidate is None:
+            hint = "a lower min_support" + ("" if which == "all" else ' or trajectories="all"')
+            return (f"no candidate: no {args.get('kind', 'procedure')} holds in more than a {support:g} share of the "
+                    f"{which} trajectories of {task!r} linked from this region (try {hint})")
+        provenance = [p.to_dict() for p in candidate.provenance]
+        out: dict[str, Any] = {"candidate": {"kind": candidate.kind, "text": candidate.text, "task": candidate.task,
+                                             "support": candidate.support, "provenance": provenance}}
+        same = next((e.id for e in self.entries.values() if e.kind == candidate.kind and e.text == candidate.text), None)
+        if same is not None:  # e.g. one successful run: its aligned steps are the writer's verbatim procedure
+            out["same_as"] = same
+            out["keep"] = json.dumps({"tool": "keep", "ids": [same]})
+        else:
+            out["emit"] = json.dumps({"tool": "emit", "kind": candidate.kind, "text": candidate.text,
+                                      "provenance": provenance}, ensure_ascii=False)
+        return json.dumps(out, ensure_ascii=False)
 
     @property
     def n_new(self) -> int:

@@ -10,7 +10,10 @@ Everything else is generated from it, so no two places can disagree:
 * the one-line help of each tool that the prompts show (:func:`prompt_lines`, ``tools.TOOLS``);
 * the tool table of docs/env.md (:func:`tool_table`; a test compares the page with it).
 
-Two contracts exist (``tool_contract``, frozen per env id, see docs/env.md "Versions"): **1**, the strict one
+Three contracts exist (``tool_contract``, frozen per env id, see docs/env.md "Versions"): **2** (issue 40:
+``ScienceWorld-v2``, ``ScienceWorldWindows-v1``), contract 1's rules plus the ``synthesize`` tool and ``search``'s
+``scope`` (a tool or argument declares the first contract that has it: ``since``), and the whole bank read-only
+through ``read_entry`` and ``search``; **1**, the strict one
 of the ``-v1`` ids (unknown keys refused, ``ids`` a list, ``k`` in [1, 20], every provenance item checked),
 and **0**, what the ``-v0`` ids accepted (extra keys ignored, ``ids`` may be one string, ``k`` up to 50, only
 the first 32 provenance items looked at). In both, "integer" means a JSON integer: ``5.0`` and ``true`` are
@@ -55,6 +58,7 @@ class Arg:
     default: Any = None
     ids: str | None = None
     v0: Mapping[str, Any] | None = None
+    since: int = 0  # the first contract that has this argument
 
     def value_schema(self, contract: int) -> dict[str, Any]:
         return dict(self.v0 if contract == 0 and self.v0 is not None else self.schema)
@@ -69,9 +73,21 @@ class ToolSpec:
     description: str
     args: tuple[Arg, ...] = ()
     details: str = ""
+    since: int = 0  # the first contract that has this tool
+    # the one line under a contract where it differs from ``description`` (search's reach grew at contract 2)
+    description_by_contract: Mapping[int, str] | None = None
 
     def arg(self, name: str) -> Arg:
         return next(a for a in self.args if a.name == name)
+
+    def args_of(self, contract: int) -> tuple[Arg, ...]:
+        """The arguments ``contract`` declares."""
+        return tuple(a for a in self.args if a.since <= contract)
+
+    def describe(self, contract: int) -> str:
+        """The one line shown under ``contract``."""
+        by_contract = self.description_by_contract or {}
+        return next((by_contract[c] for c in sorted(by_contract, reverse=True) if c <= contract), self.description)
 
 
 _ID = {"type": "string", "minLength": 1}
@@ -86,10 +102,15 @@ _RANGE_V0 = {"type": "object", "required": ["trajectory_id"],
              "properties": {"trajectory_id": {"type": "string"}, "start": {"type": "integer"}, "end": {"type": "integer"}}}
 _PROVENANCE_ITEM_V0 = {"anyOf": [{"type": "string"}, _RANGE_V0]}
 
+SYNTHESIS_SOURCES: tuple[str, ...] = ("success", "all")  # synthesize: which trajectories of the task it aligns
+SYNTHESIS_KINDS: tuple[str, ...] = ("procedure", "fact")
+
 TOOL_SPECS: tuple[ToolSpec, ...] = (
     ToolSpec("read_entry", "show one region entry with its provenance", (
-        Arg("id", _ID, "a region entry id", "ENTRY_ID", ids="entry"),
-    ), details="as JSON: kind, text, family, tags, provenance, session"),
+        Arg("id", _ID, "a region entry id (contract 2: any entry of the bank)", "ENTRY_ID", ids="entry"),
+    ), details="as JSON: kind, text, family, tags, provenance, session; contract 2: any entry of the bank, one "
+               "outside the region marked `\"in_region\": false, \"read_only\": true`",
+       description_by_contract={2: "show one entry of the bank (the region's, or read-only outside it)"}),
     ToolSpec("read_trajectory", "steps of a linked trajectory", (
         Arg("id", _ID, "a trajectory id linked from the region's provenance", "TRAJ_ID", ids="trajectory"),
         Arg("start", _INT0, "first step", "0", required=False, default=0, v0={"type": "integer"}),
@@ -99,7 +120,10 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         Arg("query", _ID, "search text", "TEXT"),
         Arg("k", {"type": "integer", "minimum": 1, "maximum": MAX_K}, "hits", "5", required=False, default=5,
             v0={"type": "integer", "minimum": 1, "maximum": 50}),
-    )),
+        Arg("scope", {"enum": ["bank", "region"]}, "where to search: the whole bank (hits outside the region are "
+            "read-only) or the region", '"bank"', required=False, default="bank", since=2),
+    ), details="contract 2: over the whole bank by default, each hit marked `[region]` or `[bank, read-only]`",
+       description_by_contract={2: "BM25 search over the bank (or the region)"}),
     ToolSpec("keep", "carry region entries over verbatim", (
         Arg("ids", {"type": "array", "items": _ID, "minItems": 1}, "region entry ids", "[ENTRY_ID, ...]", ids="entry",
             v0={"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}]}),
@@ -112,6 +136,17 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
             '[ENTRY_ID or {"trajectory_id": ID, "start": S, "end": E}]', ids="entry",
             v0={"type": "array", "minItems": 1, "prefixItems": [_PROVENANCE_ITEM_V0] * V0_PROVENANCE_SEEN}),
     ), details="uses the emit budget"),
+    ToolSpec("synthesize", "one candidate entry aligned from the region's trajectories of a task", (
+        Arg("task", _ID, "a task (family) the region's linked trajectories were played for", "TASK"),
+        Arg("trajectories", {"enum": list(SYNTHESIS_SOURCES)}, "which of them: the successful ones or all",
+            '"success"', required=False, default="success"),
+        Arg("min_support", {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+            "share of those trajectories a step (or fact) must appear in", "0.5", required=False, default=0.5),
+        Arg("kind", {"enum": list(SYNTHESIS_KINDS)}, "a procedure (majority steps in order, variation-specific "
+            "objects as <slots>) or the location facts that hold across them", '"procedure"', required=False,
+            default="procedure"),
+    ), details="writes nothing: returns the candidate (kind, text, cited trajectories, support) and the `emit` call "
+               "that files it; emit it as is, edit it, or drop it", since=2),
     ToolSpec("retract", "drop the N-th emitted or kept entry", (
         Arg("index", _INT0, "position in the new region", "N", v0={"type": "integer"}),
     )),
@@ -119,7 +154,16 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
              details="the new region replaces the old one and is evaluated; `terminated=True`"),
 )
 SPECS: dict[str, ToolSpec] = {t.name: t for t in TOOL_SPECS}
-TOOL_NAMES: tuple[str, ...] = tuple(SPECS)
+TOOL_NAMES: tuple[str, ...] = tuple(SPECS)  # every contract's tools
+
+
+def tool_names(contract: int = LATEST_CONTRACT) -> tuple[str, ...]:
+    """The tools ``contract`` has, in declaration order (``synthesize`` from contract 2 on)."""
+    return tuple(t.name for t in TOOL_SPECS if t.since <= check_contract(contract))
+
+
+def specs_of(contract: int) -> tuple[ToolSpec, ...]:
+    return tuple(t for t in TOOL_SPECS if t.since <= check_contract(contract))
 
 
 def _is_integer(_checker: Any, instance: Any) -> bool:
@@ -146,10 +190,11 @@ def check_contract(contract: Any) -> int:
 def arguments_schema(name: str, contract: int = LATEST_CONTRACT) -> dict[str, Any]:
     """The JSON Schema of ``name``'s arguments (an object) under ``contract``."""
     spec = SPECS[name]
+    args = spec.args_of(check_contract(contract))
     schema: dict[str, Any] = {
         "type": "object",
-        "properties": {a.name: a.value_schema(check_contract(contract)) for a in spec.args},
-        "required": [a.name for a in spec.args if a.required],
+        "properties": {a.name: a.value_schema(contract) for a in args},
+        "required": [a.name for a in args if a.required],
     }
     if contract >= 1:
         schema["additionalProperties"] = False
@@ -159,7 +204,7 @@ def arguments_schema(name: str, contract: int = LATEST_CONTRACT) -> dict[str, An
 def call_schema(contract: int = LATEST_CONTRACT, tools: Iterable[str] | None = None) -> dict[str, Any]:
     """The JSON Schema of one flat call ``{"tool": NAME, ...arguments}``: one ``anyOf`` branch per tool."""
     branches = []
-    for name in (TOOL_NAMES if tools is None else tools):
+    for name in (tool_names(contract) if tools is None else tools):
         args = arguments_schema(name, contract)
         branches.append({**args, "properties": {"tool": {"const": name}, **args["properties"]},
                          "required": ["tool", *args["required"]]})
@@ -188,6 +233,11 @@ def describe(schema: Mapping[str, Any]) -> str:
         if low is not None and high is not None:
             return f"an integer in [{low}, {high}]"
         return "an integer" + (f" >= {low}" if low is not None else "") + (f" <= {high}" if high is not None else "")
+    if kind == "number":
+        low = schema.get("exclusiveMinimum", schema.get("minimum"))
+        above = "above" if "exclusiveMinimum" in schema else "at least"
+        high = schema.get("maximum")
+        return "a number" + (f" {above} {low}" if low is not None else "") + (f" and at most {high}" if high is not None else "")
     if kind == "array":
         items = schema.get("items") or (schema.get("prefixItems") or [{}])[0]
         size = "a non-empty list" if schema.get("minItems", 0) >= 1 else "a list"
@@ -213,14 +263,14 @@ def _field(path: Sequence[Any]) -> str:
 
 def _message(name: str, error: ValidationError, contract: int) -> str:
     spec = SPECS[name]
-    names = [a.name for a in spec.args]
+    names = [a.name for a in spec.args_of(contract)]
     if error.validator == "additionalProperties" and not error.path:
         extra = sorted(set(error.instance) - set(names))
         known = ", ".join(f"`{n}`" for n in names) or "none"
         return (f"`{name}` has no argument {', '.join(f'`{k[:40]}`' for k in extra[:3])}; its arguments are {known} "
                 f"(tool contract {contract} refuses unknown keys: check the spelling)")
     if error.validator == "required" and not error.path:
-        missing = next(a for a in spec.args if a.required and a.name not in error.instance)
+        missing = next(a for a in spec.args_of(contract) if a.required and a.name not in error.instance)
         return f"`{name}` needs `{missing.name}`: {missing.doc}, {describe(missing.value_schema(contract))}"
     where = _field(error.absolute_path)
     top = spec.arg(str(error.absolute_path[0])) if error.absolute_path else None
@@ -250,7 +300,7 @@ def argument_error(name: str, args: Mapping[str, Any], contract: int = LATEST_CO
     errors = list(_validator(name, contract).iter_errors(args))
     if errors:  # the shallowest first: "`ids` must be a list" before anything inside it
         return _message(name, min(errors, key=lambda e: len(e.absolute_path)), contract)
-    for arg in SPECS[name].args:
+    for arg in SPECS[name].args_of(contract):
         if arg.name in args and _lone_surrogate(args[arg.name]):
             return f"`{arg.name}` is not valid Unicode (a lone surrogate?)"
     return None
@@ -260,37 +310,38 @@ def openai_tools(contract: int = LATEST_CONTRACT) -> list[dict[str, Any]]:
     """The OpenAI function-calling ``tools=[...]`` list; a call comes back as ``{"name", "arguments"}``,
     which the env takes as it is."""
     out = []
-    for spec in TOOL_SPECS:
+    for spec in specs_of(contract):
         params = arguments_schema(spec.name, contract)
-        for arg in spec.args:
+        for arg in spec.args_of(contract):
             params["properties"][arg.name] = {**params["properties"][arg.name], "description": arg.doc}
-        description = spec.description + (f" ({spec.details})" if spec.details else "")
+        description = spec.describe(contract) + (f" ({spec.details})" if spec.details else "")
         out.append({"type": "function", "function": {"name": spec.name, "description": description,
                                                      "parameters": params}})
     return out
 
 
-def prompt_lines() -> dict[str, str]:
-    """Tool name -> the one line the prompts show: an example call, then what the tool does."""
+def prompt_lines(contract: int = 1) -> dict[str, str]:
+    """Tool name -> the one line the prompts show under ``contract``: an example call, then what the tool does.
+    (Default 1: the lines every id before issue 40 showed; a contract-2 env shows ``prompt_lines(2)``.)"""
     out = {}
-    for spec in TOOL_SPECS:
-        args = "".join(f', "{a.name}": {a.placeholder}' for a in spec.args)
-        out[spec.name] = f'{{"tool": "{spec.name}"{args}}} - {spec.description}'
+    for spec in specs_of(contract):
+        args = "".join(f', "{a.name}": {a.placeholder}' for a in spec.args_of(contract))
+        out[spec.name] = f'{{"tool": "{spec.name}"{args}}} - {spec.describe(contract)}'
     return out
 
 
 def tool_table(contract: int = LATEST_CONTRACT) -> str:
     """The docs' tool table (Markdown) under ``contract``."""
     rows = ["| tool | arguments | effect |", "|---|---|---|"]
-    for spec in TOOL_SPECS:
+    for spec in specs_of(contract):
         args = []
-        for a in spec.args:
+        for a in spec.args_of(contract):
             optional = "" if a.required else (f", optional (default {a.default})" if a.default is not None else ", optional")
             args.append(f"`{a.name}`: {a.doc}; {describe(a.value_schema(contract))}{optional}")
-        effect = spec.description + (f"; {spec.details}" if spec.details else "")
+        effect = spec.describe(contract) + (f"; {spec.details}" if spec.details else "")
         rows.append(f"| `{spec.name}` | {'<br>'.join(args) or '—'} | {effect} |")
     return "\n".join(rows)
 
 
-__all__ = ["CONTRACTS", "LATEST_CONTRACT", "TOOL_NAMES", "TOOL_SPECS", "Arg", "ToolSpec", "argument_error",
+__all__ = ["CONTRACTS", "LATEST_CONTRACT", "SYNTHESIS_KINDS", "SYNTHESIS_SOURCES", "TOOL_NAMES", "TOOL_SPECS", "specs_of", "tool_names", "Arg", "ToolSpec", "argument_error",
            "arguments_schema", "call_schema", "check_contract", "describe", "openai_tools", "prompt_lines", "tool_table", "validator_class"]

@@ -11,7 +11,7 @@ from gymnasium import spaces
 
 from dreamer_gym.envs.group_evidence import entry_evidence
 from dreamer_gym.envs.spaces import text_space
-from dreamer_gym.envs.tools import TOOLS
+from dreamer_gym.envs.tools import tools_for
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.memory import KINDS
 from dreamer_gym.memory.tokens import count_tokens, tokenize
@@ -20,14 +20,14 @@ from dreamer_gym.prompts import load_prompt
 PROMPT_CHARS = 65_536
 
 
-def tool_list() -> str:
-    """The tool schema lines the prompts show, one per tool."""
-    return "\n".join(f"- {spec}" for spec in TOOLS.values())
+def tool_list(contract: int = 1) -> str:
+    """The tool schema lines the prompts show, one per tool of ``contract`` (the env's ``tool_contract``)."""
+    return "\n".join(f"- {spec}" for spec in tools_for(contract).values())
 
 
-def system_prompt() -> str:
+def system_prompt(contract: int = 1) -> str:
     """The consolidator's instructions with the tool list (``dreamer_gym/prompts/consolidator_system.md``)."""
-    return load_prompt("consolidator_system").format(tools=tool_list())
+    return load_prompt("consolidator_system").format(tools=tool_list(contract))
 
 
 def render_state(observation: dict[str, Any]) -> str:
@@ -49,7 +49,8 @@ class PromptObservation(gym.ObservationWrapper, gym.utils.RecordConstructorArgs)
         self.observation_space = text_space(PROMPT_CHARS)
 
     def observation(self, observation: dict[str, Any]) -> str:
-        return f"{system_prompt()}\n\n{render_state(observation)}\n"[:PROMPT_CHARS]
+        contract = getattr(getattr(self.env.unwrapped, "config", None), "tool_contract", 1)
+        return f"{system_prompt(contract)}\n\n{render_state(observation)}\n"[:PROMPT_CHARS]
 
 
 # One column per feature, from the entry's kind, session, text length, provenance and the acquisition

@@ -38,8 +38,8 @@ PROTOCOL_VERSION = 3
 # what a track may set differently from its training id (everything else is the id's, checked)
 TRACK_FIELDS: tuple[str, ...] = ("split", "eval_in_family", "eval_other", *BUDGET_FIELDS)
 # the reward-defining fields a track file does not record: its `env_id` names them (the suite, and by its
-# version the tool contract)
-NAMED_BY_ID: tuple[str, ...] = ("suite", "tool_contract")
+# version the tool contract and the windows' filing rule)
+NAMED_BY_ID: tuple[str, ...] = ("suite", "tool_contract", "window_own_families")
 RECORDED_FIELDS: tuple[str, ...] = tuple(n for n in (*REWARD_FIELDS, *BUDGET_FIELDS) if n not in NAMED_BY_ID)
 
 

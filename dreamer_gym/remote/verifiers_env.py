@@ -47,6 +47,7 @@ except ImportError as exc:  # pragma: no cover - the message is the test
         "the pip lines (verifiers pins openai<3 and mcp==2.0.0, so it is installed with --no-deps)") from exc
 from pydantic import Field
 
+from dreamer_gym.contract.ids import REGISTERED
 from dreamer_gym.envs.consolidation import ConsolidationEnv as GymConsolidationEnv
 from dreamer_gym.envs.wrappers import render_state, system_prompt
 from dreamer_gym.service import RewardService, make_reward_service
@@ -96,7 +97,8 @@ class ConsolidationTaskset(vf.Taskset[ConsolidationTask, ConsolidationTasksetCon
             for family in config.families:
                 yield ConsolidationTask(
                     ConsolidationData(name=f"{config.env_id}#{family or 'any'}#{seed}", prompt=None,
-                                      system_prompt=system_prompt(), env_id=config.env_id, seed=seed, family=family,
+                                      system_prompt=system_prompt(REGISTERED.get(config.env_id, {}).get("tool_contract", 1)),
+                                      env_id=config.env_id, seed=seed, family=family,
                                       env_kwargs=dict(config.env_kwargs), experiment=config.experiment),
                     config.task)
 

@@ -17,8 +17,8 @@ from jsonschema import Draft202012Validator
 import dreamer_gym  # noqa: F401 - registers the ids
 from dreamer_gym.envs.observation import entry_dict
 from dreamer_gym.envs.schema import tool_call_schema
-from dreamer_gym.envs.tools import TOOLS, ToolError, Workspace, parse_action
-from dreamer_gym.envs.toolspec import CONTRACTS, TOOL_SPECS, arguments_schema, call_schema, openai_tools
+from dreamer_gym.envs.tools import TOOLS, ToolError, Workspace, parse_action, tools_for
+from dreamer_gym.envs.toolspec import CONTRACTS, TOOL_SPECS, arguments_schema, call_schema, openai_tools, specs_of
 from dreamer_gym.memory import select_by_family
 
 from helpers import call
@@ -33,7 +33,7 @@ SCHEMAS = {c: SchemaValidator(call_schema(c)) for c in CONTRACTS}
 
 def env_accepts(action: dict[str, Any], contract: int) -> bool:
     try:
-        parse_action(json.dumps(action), contract=contract)
+        parse_action(json.dumps(action), tools=tools_for(contract), contract=contract)
     except ToolError:
         return False
     return True
@@ -58,6 +58,8 @@ def from_schema(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
                        max_size=min(schema.get("maxLength", 12), 12))
     if kind == "integer":
         return st.integers(schema.get("minimum", -5), schema.get("maximum", 60))
+    if kind == "number":  # synthesize's min_support: (0, 1]
+        return st.floats(schema.get("exclusiveMinimum", 0), schema.get("maximum", 1), exclude_min=True)
     if kind == "array":
         items = schema.get("items") or schema["prefixItems"][0]
         low = schema.get("minItems", 0)
@@ -222,7 +224,8 @@ def test_the_guided_schema_is_the_strict_one_narrowed() -> None:
 @pytest.mark.parametrize("contract", CONTRACTS)
 def test_openai_tools_are_the_declared_tools(contract: int) -> None:
     tools = openai_tools(contract)
-    assert [t["function"]["name"] for t in tools] == list(TOOLS)
+    assert [t["function"]["name"] for t in tools] == list(tools_for(contract))
+    assert ("synthesize" in tools_for(contract)) == (contract >= 2)
     for tool in tools:
         fn = tool["function"]
         params = {**fn["parameters"], "properties": {k: {kk: vv for kk, vv in v.items() if kk != "description"}
@@ -236,10 +239,15 @@ def test_prompt_lines_are_the_ones_the_prompts_always_showed() -> None:
     """The prompts' tool lines are generated now; they read as they did (the recorded prompted runs used them)."""
     assert TOOLS["keep"] == '{"tool": "keep", "ids": [ENTRY_ID, ...]} - carry region entries over verbatim'
     assert TOOLS["search"] == '{"tool": "search", "query": TEXT, "k": 5} - BM25 search over the region'
-    for spec in TOOL_SPECS:  # each line shows its tool, every declared argument and the one-line description
-        line = TOOLS[spec.name]
-        assert line.startswith(f'{{"tool": "{spec.name}"') and line.endswith(f" - {spec.description}")
-        assert all(f'"{a.name}": ' in line for a in spec.args), line
+    for contract in CONTRACTS:  # each line shows its tool, every argument and the one line of its contract
+        lines = tools_for(contract)
+        for spec in specs_of(contract):
+            line = lines[spec.name]
+            assert line.startswith(f'{{"tool": "{spec.name}"') and line.endswith(f" - {spec.describe(contract)}")
+            assert all(f'"{a.name}": ' in line for a in spec.args_of(contract)), line
+    assert tools_for(1) == TOOLS and tools_for(0) == TOOLS  # contracts 0 and 1 show the same lines
+    assert tools_for(2)["search"] == ('{"tool": "search", "query": TEXT, "k": 5, "scope": "bank"} - BM25 search over '
+                                      'the bank (or the region)')
 
 
 # --- the v0 contract, through the env (the one explicit test of a superseded id) -----------------------------
@@ -247,7 +255,7 @@ def test_the_v0_ids_keep_the_lenient_contract_and_gymnasium_says_they_are_supers
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         old = gym.make("MemoryConsolidation-ScienceWorld-v0", max_tool_calls=100)
-    assert any("out of date" in str(w.message) and "v1" in str(w.message) for w in caught)
+    assert any("out of date" in str(w.message) and "v2" in str(w.message) for w in caught)
     new = gym.make("MemoryConsolidation-ScienceWorld-v1", max_tool_calls=100)
     try:
         assert (old.unwrapped.config.tool_contract, new.unwrapped.config.tool_contract) == (0, 1)

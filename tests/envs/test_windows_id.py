@@ -15,11 +15,16 @@ from dreamer_gym.memory import parse_window
 ENV_ID = "MemoryConsolidation-ScienceWorldWindows-v0"
 
 
-def test_the_windows_id_pins_its_pool_and_supersedes_nothing() -> None:
+def test_the_windows_id_pins_its_pool_and_is_superseded_by_v1() -> None:
     kwargs = gym.spec(ENV_ID).kwargs
     assert kwargs["pool"] == "scienceworld-windows-r3-v0" and kwargs["pool_hash"] == SCIENCEWORLD_WINDOWS_POOL_HASH
     assert kwargs["eval_in_family"] == 20 and kwargs["frozen"]["eval_in_family"] == 20
-    assert ENV_ID not in SUPERSEDED and ENV_ID not in SUPERSEDED.values()
+    assert kwargs["frozen"]["window_own_families"] is False and kwargs["frozen"]["tool_contract"] == 1
+    # issue 40: -v1 is the same pool and episodes with tool contract 2 and filing under the window's own families
+    assert SUPERSEDED[ENV_ID] == "MemoryConsolidation-ScienceWorldWindows-v1"
+    new = gym.spec(SUPERSEDED[ENV_ID]).kwargs["frozen"]
+    assert {k: v for k, v in new.items() if kwargs["frozen"][k] != v} == {"tool_contract": 2,
+                                                                          "window_own_families": True}
 
 
 @pytest.mark.jvm
