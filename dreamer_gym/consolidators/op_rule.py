@@ -52,7 +52,8 @@ class OpRuleConsolidator:
 
 def make_rule(name: str) -> Any:
     """The consolidator that plays rule ``name``: an op rule (``merge-all``, or ``rule:merge-all``) or a registered
-    consolidator's name (``keep-all``, ``dedupe``...)."""
+    consolidator's name (``keep-all``, ``dedupe``..., and the context rules of tool contract 2 such as
+    ``rule:context``, which the registry's ``rule`` builds: :mod:`dreamer_gym.consolidators.context_rules`)."""
     from dreamer_gym.consolidators.registry import make_consolidator
 
     bare = name.removeprefix("rule:")

@@ -33,7 +33,7 @@ BUILTIN: dict[str, str] = {
     "random": "dreamer_gym.consolidators.random_policy:RandomConsolidator",
     "prompted": "dreamer_gym.consolidators.prompted:PromptedConsolidator",
     "consensus": "dreamer_gym.consolidators.fixed:ConsensusConsolidator",  # op rules: merge procedures, drop the rest
-    "rule": "dreamer_gym.consolidators.op_rule:OpRuleConsolidator",  # rule:NAME, a whole-region op rule (merge-all, ...)
+    "rule": "dreamer_gym.consolidators.context_rules:rule_consolidator",  # rule:NAME: an op rule or a context rule
     "selector": "dreamer_gym.consolidators.rule_selector:RuleSelectorConsolidator",  # selector:PATH, a learned rule choice
     "oplevel": "dreamer_gym.methods.oplevel.consolidator:OpLevelConsolidator",  # oplevel:CHECKPOINT (none: untrained)
     "sb3": "dreamer_gym.methods.oplevel.consolidator:SB3OpLevelConsolidator",  # sb3:MODEL.zip (MaskablePPO, op level)

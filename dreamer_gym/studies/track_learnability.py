@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from dreamer_gym.consolidators.context_rules import CONTEXT_RULES
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.stats import iqm_difference, mean_difference, paired_difference
 from dreamer_gym.studies.learnability import (
@@ -57,10 +58,11 @@ from dreamer_gym.studies.learnability import (
 )
 from dreamer_gym.studies.fixed_referee import PairedReferee, constant_selection, referee, switch_selection
 
-# the rows that are whole-region rules: deterministic, no learning (random and blind are not rules of the region)
+# the rows that are whole-region rules: deterministic, no learning (random and blind are not rules of the region);
+# the context and synthesize rules of tool contract 2 where a protocol-4 track has their rows
 RULE_ROWS: tuple[str, ...] = ("keep-all", "empty", "dedupe", "consensus", "rule:merge-all", "rule:merge-procedures",
                               "rule:merge-procedures-keep-facts", "rule:abstract-procedures", "rule:procedures-only",
-                              "rule:drop-insights")
+                              "rule:drop-insights", *(f"rule:{name}" for name in CONTEXT_RULES))
 SEED_SUFFIX = re.compile(r"^(?P<base>.+)-seed(?P<seed>\d+)$")
 
 
