@@ -9,9 +9,10 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from dreamer_gym.envs.bank_context import CONTEXT_FEATURES, TaskContext, context_features
 from dreamer_gym.envs.group_evidence import entry_evidence
 from dreamer_gym.envs.spaces import text_space
-from dreamer_gym.envs.tools import tools_for
+from dreamer_gym.envs.tools import BANK_CONTEXT_CONTRACT, tools_for
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.memory import KINDS
 from dreamer_gym.memory.tokens import count_tokens, tokenize
@@ -68,18 +69,46 @@ _TAG_FEATURES = {"verbatim": "verbatim", "score_jump": "score-jump", "score_drop
 RULE_TAGS = frozenset(_TAG_FEATURES.values())  # the tags the rules that write entries give them
 
 
-def check_features(trained_on: Sequence[str] | int, source: str) -> None:
-    """Raise unless a policy was trained on this version's :data:`ENTRY_FEATURES`: ``trained_on`` is the list
-    its checkpoint records, or only its observation width where the checkpoint records no list (saved before
-    issue 31 added :data:`GROUP_FEATURES`, or an SB3 model)."""
+ENTRY_FEATURES_V2: tuple[str, ...] = (*ENTRY_FEATURES, *CONTEXT_FEATURES)
+
+
+def feature_names(contract: int) -> tuple[str, ...]:
+    """The op-level observation's columns on an env of tool contract ``contract``: :data:`ENTRY_FEATURES` before
+    contract 2 (exactly as trained and recorded so far), then the bank context's :data:`CONTEXT_FEATURES`."""
+    return ENTRY_FEATURES_V2 if contract >= BANK_CONTEXT_CONTRACT else ENTRY_FEATURES
+
+
+def check_features(trained_on: Sequence[str] | int, source: str,
+                   expected: Sequence[str] = ENTRY_FEATURES) -> None:
+    """Raise unless a policy was trained on the features ``expected`` (the env's :func:`feature_names`;
+    default: contracts 0-1's :data:`ENTRY_FEATURES`): ``trained_on`` is the list its checkpoint records, or only
+    its observation width where the checkpoint records no list (saved before issue 31 added
+    :data:`GROUP_FEATURES`, or an SB3 model)."""
+    expected = tuple(expected)
     if isinstance(trained_on, int):
-        width, same = trained_on, trained_on == len(ENTRY_FEATURES)
+        width, same = trained_on, trained_on == len(expected)
     else:
-        width, same = len(trained_on), tuple(trained_on) == ENTRY_FEATURES
-    if not same:
-        raise ConfigError(f"{source} was trained on {width} entry features, but this version's observation has "
-                          f"{len(ENTRY_FEATURES)} (issue 31 appended {', '.join(GROUP_FEATURES)}): the shapes do not "
-                          "match. Retrain it on this version (`dreamer-gym train --algo oplevel`, or `--algo sb3`)")
+        width, same = len(trained_on), tuple(trained_on) == expected
+    if same:
+        return
+    if width in (len(ENTRY_FEATURES), len(ENTRY_FEATURES_V2)) and len(expected) in (len(ENTRY_FEATURES), len(ENTRY_FEATURES_V2)):
+        trained = "a tool-contract-2 env (the bank context's columns)" if width == len(ENTRY_FEATURES_V2) else \
+            "a tool-contract-0/1 env (no bank context)"
+        here = "a tool-contract-2 env" if len(expected) == len(ENTRY_FEATURES_V2) else "a tool-contract-0/1 env"
+        raise ConfigError(f"{source} was trained on {width} entry features, on {trained}, but this env is {here} whose "
+                          f"observation has {len(expected)}: the shapes do not match. Retrain it on this env id "
+                          "(`dreamer-gym train --algo oplevel` with this env_id, or `--algo sb3`), or evaluate it on "
+                          "an id of the tool contract it was trained on")
+    raise ConfigError(f"{source} was trained on {width} entry features, but this version's observation has "
+                      f"{len(expected)} (issue 31 appended {', '.join(GROUP_FEATURES)}; issue 40 the bank context's "
+                      f"{', '.join(CONTEXT_FEATURES)} on tool-contract-2 ids): the shapes do not match. Retrain it on "
+                      "this version (`dreamer-gym train --algo oplevel`, or `--algo sb3`)")
+
+
+def task_contexts(context: Sequence[dict[str, Any]]) -> tuple[TaskContext, ...]:
+    """``info["bank_context"]``'s dicts back as :class:`~dreamer_gym.envs.bank_context.TaskContext` objects."""
+    return tuple(TaskContext(**{**c, "retrieved_sessions": tuple(c["retrieved_sessions"]),
+                                "older_outside": dict(c["older_outside"])}) for c in context)
 
 
 def entry_classes(region: list[dict[str, Any]]) -> np.ndarray:
@@ -95,8 +124,14 @@ def entry_classes(region: list[dict[str, Any]]) -> np.ndarray:
     return np.array(out, dtype=np.int64)
 
 
-def entry_features(region: list[dict[str, Any]], max_entries: int) -> np.ndarray:
-    """``(max_entries, len(ENTRY_FEATURES))`` float32 features of ``info["region"]`` items, zero-padded."""
+def entry_features(region: list[dict[str, Any]], max_entries: int,
+                   context: Sequence[dict[str, Any]] | None = None) -> np.ndarray:
+    """``(max_entries, len(ENTRY_FEATURES))`` float32 features of ``info["region"]`` items, zero-padded; with
+    ``context`` (a contract-2 env's ``info["bank_context"]``) the bank context's columns appended
+    (``len(ENTRY_FEATURES_V2)``)."""
+    if context is not None:
+        return np.concatenate([entry_features(region, max_entries),
+                               context_features(region, task_contexts(context), max_entries)], axis=1)
     col = {name: i for i, name in enumerate(ENTRY_FEATURES)}
     feats = np.zeros((max_entries, len(ENTRY_FEATURES)), dtype=np.float32)
     token_sets = [set(tokenize(e["text"])) for e in region]

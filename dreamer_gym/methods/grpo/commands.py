@@ -28,6 +28,14 @@ free; the rest are forced). Two grammars (``GRAMMARS``):
                       ``emit`` with the entries as provenance), then ``commit``. Out of turns, undecided
                       groups are kept.
 
+    On a tool-contract-2 env (``ScienceWorld-v2``, ``ScienceWorldWindows-v1``: ``for_region(..., context=
+    info["bank_context"])``) OP may also be ``synthesize`` (on groups of the region's own tasks with linked
+    trajectories): the commit then plays the env's ``synthesize`` tool once per task of those entries and files
+    its candidate (``play_ops``), reading each answer: :meth:`CommandState.apply` returns the calls up to the
+    first ``synthesize`` and :meth:`CommandState.answer` the next ones, given each result. The listing carries the
+    bank context (per task: covered or new, the older entries outside the region by kind, their age; per group,
+    its entries' tasks).
+
 Why two: under ``keep`` a policy that commits after only reading commits an empty region (the worst
 outcome), so a 135M model's first lesson is "keep a lot", and the cheapest way to keep a lot is keep-all,
 which is worth exactly 0 (a rollout that runs out of turns is committed by the trainer with the region as it
@@ -57,12 +65,15 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from collections.abc import Generator, Sequence
+
 from dreamer_gym.envs.group_evidence import GroupEvidence, group_evidence
-from dreamer_gym.envs.ops import OPS, entry_classes, op_mask, plan_calls
+from dreamer_gym.envs.ops import OPS, OPS_V2, entry_classes, op_mask, play_ops, synthesis_tasks
 from dreamer_gym.memory.regions import parse_window
 from dreamer_gym.memory.tokens import count_tokens
 
 GROUP_OPS: tuple[str, ...] = ("drop", "keep", "merge", "abstract")  # the op-level wrapper's OPS, in its order
+GROUP_OPS_V2: tuple[str, ...] = (*GROUP_OPS, "synthesize")  # on a tool-contract-2 env (its OPS_V2)
 GRAMMARS: dict[str, tuple[str, ...]] = {"keep": ("read", "keep", "commit"), "drop": ("read", "drop", "commit"),
                                         "ops": (*GROUP_OPS, "commit")}
 COMMANDS: tuple[str, ...] = GRAMMARS["keep"]
@@ -84,6 +95,9 @@ class CommandState:
     group_ops: dict[int, str] = field(default_factory=dict)  # ``ops``: the op chosen per group so far
     region: list[dict[str, Any]] = field(default_factory=list)  # ``ops``: what plan_calls reads at commit
     limits: tuple[int, int] = (0, 0)  # ``ops``: the env's max_entry_tokens and max_emitted
+    op_list: tuple[str, ...] = GROUP_OPS  # ``ops``: the env's ops (GROUP_OPS_V2 on a contract-2 env)
+    program: Generator[dict[str, Any], str, Any] | None = None  # ``ops``: the commit's calls not yet sent
+    stepwise: bool = False  # ``ops``: past a ``synthesize`` call, the commit's calls go one at a time
 
     @classmethod
     def of(cls, ids: list[str], grammar: str = "keep") -> CommandState:
@@ -95,18 +109,21 @@ class CommandState:
 
     @classmethod
     def for_region(cls, region: list[dict[str, Any]], grammar: str = "keep", max_entry_tokens: int = 0,
-                   max_emitted: int = 0) -> CommandState:
+                   max_emitted: int = 0, context: Sequence[dict[str, Any]] | None = None) -> CommandState:
         """The state of an episode on ``region``; ``ops`` also needs the env's limits (its config's
-        ``max_entry_tokens`` and ``max_emitted``) to write what ``merge`` and ``abstract`` emit."""
+        ``max_entry_tokens`` and ``max_emitted``) to write what ``merge`` and ``abstract`` emit, and on a
+        tool-contract-2 env its ``info["bank_context"]`` (``context``), which adds ``synthesize``."""
         ids = [e["id"] for e in region]
         if grammar != "ops":
             return cls.of(ids, grammar)
         groups = entry_classes(region).tolist() if region else []
-        mask = op_mask(region, max(len(region), 1))
-        allowed = [tuple(op for k, op in enumerate(OPS) if all(mask[i, k] for i, g in enumerate(groups) if g == c))
+        synthesizable = None if context is None else synthesis_tasks(region, list(context))
+        mask = op_mask(region, max(len(region), 1), synthesizable)
+        names = OPS if context is None else OPS_V2
+        allowed = [tuple(op for k, op in enumerate(names) if all(mask[i, k] for i, g in enumerate(groups) if g == c))
                    for c in range(max(groups, default=-1) + 1)]
         return cls(ids, commands=GRAMMARS["ops"], groups=groups, group_allowed=allowed, region=list(region),
-                   limits=(max_entry_tokens, max_emitted))
+                   limits=(max_entry_tokens, max_emitted), op_list=GROUP_OPS if context is None else GROUP_OPS_V2)
 
     @property
     def by_group(self) -> bool:
@@ -122,7 +139,8 @@ class CommandState:
         """How many entries the new region holds if committed now (``ops``: merged entries count as one)."""
         if self.by_group:
             ops = [self.group_ops.get(g, "keep") for g in self.groups]
-            return sum(op in ("keep", "abstract") for op in ops) + int("merge" in ops)
+            tasks = {e.get("family", "") for e, op in zip(self.region, ops) if op == "synthesize"}
+            return sum(op in ("keep", "abstract") for op in ops) + int("merge" in ops) + len(tasks)
         return len(self.ids) - len(self.dropped) if self.drops else len(self.kept)
 
     @staticmethod
@@ -145,7 +163,7 @@ class CommandState:
         if self.by_group:
             left = self.undecided()
             if not chosen:  # the next group's allowed ops; commit once every group has one
-                return [op for op in GROUP_OPS if op in self.group_allowed[left[0]]] if left else ["commit"]
+                return [op for op in self.op_list if op in self.group_allowed[left[0]]] if left else ["commit"]
             if chosen[0] == "commit" or len(chosen) == 2:
                 return [END]
             return [f" {self.letter(left[0])}"]
@@ -210,11 +228,37 @@ class CommandState:
             self.note = (f"{chosen[0]} {self.letter(group)}: {members} entries; not yet chosen: {left} "
                          f"(kept unless chosen); committing now leaves {self.holding} entries")
             return []
-        ops = [OPS.index(self.group_ops.get(g, "keep")) for g in self.groups]
-        calls, _ = plan_calls(ops, self.region, *self.limits)
-        self.kept = {i + 1 for i, op in enumerate(ops) if OPS[op] in ("keep", "abstract")}
-        self.dropped = {i + 1 for i, op in enumerate(ops) if OPS[op] == "drop"}
-        return [json.dumps(call) for call in calls] + [json.dumps({"tool": "commit"})]
+        ops = [OPS_V2.index(self.group_ops.get(g, "keep")) for g in self.groups]
+        self.kept = {i + 1 for i, op in enumerate(ops) if OPS_V2[op] in ("keep", "abstract")}
+        self.dropped = {i + 1 for i, op in enumerate(ops) if OPS_V2[op] == "drop"}
+        self.program = play_ops(ops, self.region, *self.limits)
+        return self._calls(next(self.program, None))
+
+    def _calls(self, call: dict[str, Any] | None) -> list[str]:
+        """``call`` and the program's next calls up to its first ``synthesize``, from which on one call at a time
+        (the program reads those answers: :meth:`answer` goes on), or to its end, then ``commit``."""
+        out: list[str] = []
+        while call is not None:
+            out.append(json.dumps(call))
+            self.stepwise = self.stepwise or call["tool"] == "synthesize"
+            if self.stepwise:
+                return out
+            call = self._next("")
+        self.program = None
+        return [*out, json.dumps({"tool": "commit"})]
+
+    def _next(self, result: str) -> dict[str, Any] | None:
+        try:
+            return self.program.send(result)  # type: ignore[union-attr]
+        except StopIteration:
+            return None
+
+    def answer(self, result: str) -> list[str]:
+        """The next env calls of a commit under ``ops``, given the last call's result (the observation's
+        ``result``); ``[]`` when the commit is played out (always, but for a contract-2 env's ``synthesize``)."""
+        if self.program is None:
+            return []
+        return self._calls(self._next(result))
 
     def forced_commit(self) -> list[str]:
         """The env calls of the trainer's commit when the turns ran out (the policy never committed). It
@@ -276,18 +320,49 @@ def group_goals(evidence: GroupEvidence, shown: int = 3) -> str:
     return " | tasks: " + "; ".join(listed + more)
 
 
-def group_listing(region: list[dict[str, Any]], groups: list[int], preview_words: int = 14) -> str:
+def group_listing(region: list[dict[str, Any]], groups: list[int], preview_words: int = 14,
+                  context: Sequence[dict[str, Any]] | None = None) -> str:
     """The region as lettered groups: kind and tags, how many entries, the evidence of what a merge would
     lose (:func:`group_evidence_label`), tokens, the first entry's first words, and the goals of a group that
-    names several (issue 31: without them, a group of one task and a group of five look alike)."""
+    names several (issue 31: without them, a group of one task and a group of five look alike). With a
+    contract-2 env's ``context``, each group's tasks (:func:`group_tasks`)."""
     lines = []
     for c, evidence in enumerate(group_evidence(region, groups)):
         members = [e for e, g in zip(region, groups) if g == c]
         tags = ",".join(t for t in members[0].get("tags", ()) if not t.startswith("variation:"))
         label = members[0]["kind"] + (f" [{tags}]" if tags else "")
         tokens = sum(count_tokens(e["text"]) for e in members)
+        tasks = "" if context is None else group_tasks(members, context)
         lines.append(f"{CommandState.letter(c)}. {label} x{len(members)}{group_evidence_label(evidence)}, {tokens}t: "
-                     f"{_preview(members[0]['text'], preview_words)}{group_goals(evidence)}")
+                     f"{_preview(members[0]['text'], preview_words)}{group_goals(evidence)}{tasks}")
+    return "\n".join(lines)
+
+
+def group_tasks(members: list[dict[str, Any]], context: Sequence[dict[str, Any]]) -> str:
+    """`` | tasks: boil 3 covered, melt 1 new``: a group's entries per task, each task covered by older entries
+    of the bank or new (``older`` where the task is only retrieved here, not one of the region's own)."""
+    covered = {c["task"]: c["covered"] for c in context}
+    counts: dict[str, int] = {}
+    for e in members:
+        counts[e.get("family", "")] = counts.get(e.get("family", ""), 0) + 1
+    parts = [f"{task} {n} " + ("older" if task not in covered else "covered" if covered[task] else "new")
+             for task, n in counts.items()]
+    return " | tasks: " + ", ".join(parts)
+
+
+def context_lines(context: Sequence[dict[str, Any]]) -> str:
+    """The bank context under the groups, one line per task of the region (``info["bank_context"]``): e.g.
+    ``task boil: covered, 3 older outside (procedure 1, fact 2, insight 0, pitfall 0), age 2, 2 retrieved``."""
+    lines = ["Bank context (the bank's older entries of each task, outside this region):"]
+    for c in context:
+        retrieved = f", {c['retrieved']} retrieved" if c["retrieved"] else ""
+        if not c["covered"]:
+            lines.append(f"task {c['task']}: new (no older entry){retrieved}")
+            continue
+        outside = c["older_outside"]
+        kinds = ", ".join(f"{kind} {outside.get(kind, 0)}" for kind in ("procedure", "fact", "insight", "pitfall"))
+        lines.append(f"task {c['task']}: covered, {sum(outside.values())} older outside ({kinds}), age {c['age']}"
+                     f"{retrieved}")
     return "\n".join(lines)
 
 
@@ -315,6 +390,8 @@ SYSTEM_PROMPTS: dict[str, str] = {
         "of group G as its steps that most procedures share\n  commit - finish"
     ),
 }
+SYNTHESIZE_LINE = ("  synthesize G - replace group G by one new procedure per task, aligned from the region's "
+                   "recorded runs of that task\n")  # the ops grammar on a tool-contract-2 env
 
 
 def region_heading(family: str) -> str:
@@ -323,9 +400,12 @@ def region_heading(family: str) -> str:
     return f"Region: {family}." if parse_window(family) is not None else f"Family: {family}."
 
 
-def system_prompt(grammar: str, family: str) -> str:
-    """``SYSTEM_PROMPTS[grammar]``, reworded for a window region (entries of several tasks, not one family's)."""
+def system_prompt(grammar: str, family: str, synthesize: bool = False) -> str:
+    """``SYSTEM_PROMPTS[grammar]``, reworded for a window region (entries of several tasks, not one family's);
+    ``synthesize``: the ``ops`` grammar on a tool-contract-2 env lists that op too."""
     text = SYSTEM_PROMPTS[grammar]
+    if synthesize and grammar == "ops":
+        text = text.replace("  commit - finish", f"{SYNTHESIZE_LINE}  commit - finish")
     if parse_window(family) is None:
         return text
     return (text.replace("one task family's entries", "what an agent wrote over a window of its sessions, "
@@ -334,12 +414,15 @@ def system_prompt(grammar: str, family: str) -> str:
 
 
 def first_user_message(family: str, region: list[dict[str, Any]], max_turns: int, preview_words: int = 14,
-                       grammar: str = "keep") -> str:
-    """The listing shown once: ``family`` is the region's key (a family, or ``window:A-B``)."""
+                       grammar: str = "keep", context: Sequence[dict[str, Any]] | None = None) -> str:
+    """The listing shown once: ``family`` is the region's key (a family, or ``window:A-B``); under ``ops`` on a
+    tool-contract-2 env (``context``: its ``info["bank_context"]``), with each group's tasks and the bank
+    context (:func:`context_lines`)."""
     if grammar == "ops":
         groups = entry_classes(region).tolist() if region else []
+        bank = "" if context is None else f"{context_lines(context)}\n"
         return (f"{region_heading(family)} {len(region)} entries in {max(groups, default=-1) + 1} groups:\n"
-                f"{group_listing(region, groups, preview_words)}\nYou have {max_turns} turns.")
+                f"{group_listing(region, groups, preview_words, context)}\n{bank}You have {max_turns} turns.")
     return (f"{region_heading(family)} {len(region)} entries:\n{region_listing(region, preview_words)}\n"
             f"You have {max_turns} turns.")
 
@@ -354,9 +437,12 @@ def result_message(result: str, error: str | None, kept: int, turns_left: int, c
 
 
 def prompt_ids(tokenizer: Any, family: str, region: list[dict[str, Any]], max_turns: int,
-               preview_words: int = 14, grammar: str = "keep") -> list[int]:
-    """The episode's prompt tokens: the instructions and the region listing, shown once; the assistant's turn."""
-    chat = [{"role": "system", "content": system_prompt(grammar, family)},
-            {"role": "user", "content": first_user_message(family, region, max_turns, preview_words, grammar)}]
+               preview_words: int = 14, grammar: str = "keep",
+               context: Sequence[dict[str, Any]] | None = None) -> list[int]:
+    """The episode's prompt tokens: the instructions and the region listing, shown once; the assistant's turn.
+    ``context``: a tool-contract-2 env's ``info["bank_context"]`` (the ``ops`` grammar shows it and offers
+    ``synthesize``; None on older envs, whose prompts stay as they were)."""
+    chat = [{"role": "system", "content": system_prompt(grammar, family, synthesize=context is not None)},
+            {"role": "user", "content": first_user_message(family, region, max_turns, preview_words, grammar, context)}]
     ids = tokenizer.apply_chat_template(chat, tokenize=True, add_generation_prompt=True)
     return list(ids["input_ids"] if hasattr(ids, "keys") else ids)

@@ -68,27 +68,34 @@ class GRPOConsolidator:
         model, tokenizer = self._policy()
         region = info["region"]
         config = env.unwrapped.config
-        grammar = CommandState.for_region(region, self.grammar, config.max_entry_tokens, config.max_emitted)
+        context = info.get("bank_context")  # a tool-contract-2 env's: the ops grammar shows it, adds synthesize
+        grammar = CommandState.for_region(region, self.grammar, config.max_entry_tokens, config.max_emitted, context)
         decoder = ConstrainedDecoder(model, tokenizer, self.temperature, greedy=self.greedy)
         turn_format = TurnFormat.from_tokenizer(tokenizer)
         state = DecodeState(queued=prompt_ids(tokenizer, info["family"], region, self.max_turns, self.preview_words,
-                                              self.grammar))
+                                              self.grammar, context))
         generator = None if self.greedy else torch.Generator().manual_seed(self.seed)
         self.commands = []
         for turn in range(self.max_turns):
             chosen, _ = decoder.command(state, grammar.options, generator)
             self.commands.append(" ".join(s.strip() for s in chosen))
             result, error = grammar.note, None
-            for action in grammar.apply(chosen):
-                obs, info = yield action
-                result, error = str(obs["result"]), error or info.get("last_error")
+            actions = grammar.apply(chosen)
+            while actions:  # a commit's synthesize answers are read (CommandState.answer)
+                for action in actions:
+                    obs, info = yield action
+                    result, error = str(obs["result"]), error or info.get("last_error")
+                actions = grammar.answer(result)
             if chosen == ["commit"]:
                 return
             message = result_message(result, error, grammar.holding, self.max_turns - turn - 1,
                                      grammar=self.grammar)
             state.queued.extend(turn_format.env_tokens(tokenizer, message))
-        for action in grammar.forced_commit():  # out of turns: commit as the trainer does
-            yield action
+        actions = grammar.forced_commit()  # out of turns: commit as the trainer does
+        while actions:
+            for action in actions:
+                sent = yield action
+            actions = grammar.answer(str(sent[0]["result"]) if sent else "")
 
 
 class GRPODropConsolidator(GRPOConsolidator):

@@ -108,8 +108,9 @@ class RolloutCollector:
         self.grammar = grammar
         self.times = RolloutTimes()
 
-    def prompt(self, family: str, region: list[dict[str, Any]]) -> list[int]:
-        return prompt_ids(self.tokenizer, family, region, self.max_turns, self.preview_words, self.grammar)
+    def prompt(self, family: str, region: list[dict[str, Any]],
+               context: list[dict[str, Any]] | None = None) -> list[int]:
+        return prompt_ids(self.tokenizer, family, region, self.max_turns, self.preview_words, self.grammar, context)
 
     def collect(self, resets: list[tuple[int, dict[str, Any] | None]], group_size: int,
                 generator: torch.Generator | None = None) -> list[Rollout]:
@@ -129,7 +130,7 @@ class RolloutCollector:
                 for i in range(group_size):
                     env = envs[g * group_size + i]
                     _, info = env.reset(seed=seed, options=options)
-                    prompt = self.prompt(info["family"], info["region"])
+                    prompt = self.prompt(info["family"], info["region"], info.get("bank_context"))
                     if base is None:
                         base = DecodeState(queued=list(prompt))
                         self.decoder.feed(base)
@@ -146,7 +147,8 @@ class RolloutCollector:
               state: DecodeState, generator: torch.Generator | None) -> Rollout:
         region = info["region"]
         config = env.config
-        grammar = CommandState.for_region(region, self.grammar, config.max_entry_tokens, config.max_emitted)
+        grammar = CommandState.for_region(region, self.grammar, config.max_entry_tokens, config.max_emitted,
+                                          info.get("bank_context"))
         r = Rollout(group, seed, info["family"], int(info["bank"]), list(prompt), len(prompt))
         for turn in range(self.max_turns):
             r.turn_keys.append(grammar.key())
@@ -167,7 +169,7 @@ class RolloutCollector:
             elif chosen[0] == "read":
                 r.read_labels += labels
             r.commands.append(" ".join(s.strip() for s in chosen))
-            result, error, reward = self._act(env, r, actions, grammar.note)
+            result, error, reward = self._act(env, r, actions, grammar.note, grammar)
             r.errors.append(error)
             r.turn_rewards.append(reward)
             if env.pending_commit is not None:
@@ -184,7 +186,7 @@ class RolloutCollector:
         # out of turns: the trainer commits (not a policy token; the last turn's return carries the reward),
         # deleting nothing the policy did not decide to delete (CommandState.forced_commit)
         r.forced_commit = True
-        _, _, reward = self._act(env, r, grammar.forced_commit(), "")
+        _, _, reward = self._act(env, r, grammar.forced_commit(), "", grammar)
         r.turn_rewards[-1] += reward
         return self._finish(r, grammar, region)
 
@@ -199,15 +201,19 @@ class RolloutCollector:
         return r
 
     @staticmethod
-    def _act(env: ConsolidationEnv, r: Rollout, actions: list[str], note: str) -> tuple[str, str | None, float]:
-        """Send one command's env calls; its answer (the last call's, or ``note`` when it made none), its
+    def _act(env: ConsolidationEnv, r: Rollout, actions: list[str], note: str,
+             grammar: CommandState) -> tuple[str, str | None, float]:
+        """Send one command's env calls (and those :meth:`CommandState.answer` adds, given each result: a
+        commit's ``synthesize`` under ``ops``); its answer (the last call's, or ``note`` when it made none), its
         error (the first) and its summed shaping reward."""
         result, error, reward = note, None, 0.0
-        for action in actions:
-            obs, step_reward, _, _, step_info = env.act(action)
-            r.actions.append(action)
-            result, reward = str(obs["result"]), reward + float(step_reward)
-            error = error or step_info["last_error"]
+        while actions:
+            for action in actions:
+                obs, step_reward, _, _, step_info = env.act(action)
+                r.actions.append(action)
+                result, reward = str(obs["result"]), reward + float(step_reward)
+                error = error or step_info["last_error"]
+            actions = grammar.answer(result)
         return result, error, reward
 
     def _settle(self, envs: list[ConsolidationEnv], rollouts: list[Rollout]) -> None:

@@ -2,7 +2,9 @@
 ``sb3:PATH`` (a MaskablePPO model), both greedy over the ops of :mod:`dreamer_gym.envs.ops`, texts from the rules.
 
 Each plays exactly what :class:`~dreamer_gym.methods.oplevel.wrapper.OpLevelWrapper` plays for the same ops (the
-same :func:`~dreamer_gym.envs.ops.plan_calls`), so an evaluation measures the trained policy. Without a
+same :func:`~dreamer_gym.envs.ops.play_ops`), so an evaluation measures the trained policy. A policy plays only on
+an env of the tool contract it was trained on (its feature and op lists: a contract-1 checkpoint on
+``ScienceWorld-v2`` is a ConfigError naming the fix, and the reverse). Without a
 checkpoint ``oplevel`` is the untrained policy (initialised from ``seed``): the baseline training must beat.
 """
 from __future__ import annotations
@@ -14,8 +16,8 @@ from typing import Any
 import gymnasium as gym
 
 from dreamer_gym.consolidators.base import call
-from dreamer_gym.envs.ops import entry_classes, op_mask, plan_calls
-from dreamer_gym.envs.wrappers import check_features, entry_features
+from dreamer_gym.envs.ops import entry_classes, info_contract, info_mask, op_names, play_ops
+from dreamer_gym.envs.wrappers import check_features, entry_features, feature_names
 from dreamer_gym.errors import ConfigError
 
 
@@ -28,12 +30,27 @@ class OpsConsolidator:
         raise NotImplementedError
 
     def actions(self, env: gym.Env, obs: dict[str, Any], info: dict[str, Any]) -> Iterator[str]:
+        """The calls of :func:`~dreamer_gym.envs.ops.play_ops` (each ``synthesize`` answer read from the
+        observation the runner sends back), then ``commit``."""
         region = info["region"][: self.max_entries]
         config = env.unwrapped.config
-        calls, _ = plan_calls(self.ops(info), region, config.max_entry_tokens, config.max_emitted)
-        for c in calls:
-            yield call(c.pop("tool"), **c)
+        program = play_ops(self.ops(info), region, config.max_entry_tokens, config.max_emitted)
+        try:
+            c = next(program)
+            while True:
+                args = dict(c)
+                sent = yield call(args.pop("tool"), **args)
+                c = program.send(str(sent[0]["result"]) if sent else "")
+        except StopIteration:
+            pass
         yield call("commit")
+
+    @staticmethod
+    def features_and_mask(info: dict[str, Any], max_entries: int) -> tuple[Any, Any]:
+        """The observation and op mask :class:`~dreamer_gym.methods.oplevel.wrapper.OpLevelWrapper` gives for
+        ``info`` (the bank context's columns and ``synthesize`` where the env is of tool contract 2)."""
+        region = info["region"][:max_entries]
+        return entry_features(region, max_entries, info.get("bank_context")), info_mask(info, max_entries)
 
 
 class OpLevelConsolidator(OpsConsolidator):
@@ -46,6 +63,7 @@ class OpLevelConsolidator(OpsConsolidator):
 
         from dreamer_gym.methods.oplevel.trainer import OpLevelConfig, OpPolicy, load_policy
 
+        self.checkpoint, self.seed = checkpoint, seed
         if checkpoint is None:
             torch.manual_seed(seed)
             self.config = OpLevelConfig(seed=seed)
@@ -56,9 +74,17 @@ class OpLevelConsolidator(OpsConsolidator):
 
     def ops(self, info: dict[str, Any]) -> list[int]:
         """The greedy op of each region entry."""
+        from dreamer_gym.methods.oplevel.trainer import OpPolicy, check_policy
+
+        contract = info_contract(info)
+        if self.checkpoint is None and self.policy.op_list != op_names(contract):  # untrained: the env's lists
+            import torch
+
+            torch.manual_seed(self.seed)
+            self.policy = OpPolicy.for_lists(feature_names(contract), op_names(contract), self.config.hidden).eval()
+        check_policy(self.policy, contract, str(self.checkpoint))
         region = info["region"][: self.config.max_entries]
-        features = entry_features(region, self.config.max_entries)
-        mask = op_mask(region, self.config.max_entries)
+        features, mask = self.features_and_mask(info, self.config.max_entries)
         classes = entry_classes(region) if self.config.tie == "class" and region else None
         return self.policy.act(features, mask, len(region), self.config.max_entries, greedy=True,
                                classes=classes)[: len(region)].tolist()
@@ -81,12 +107,19 @@ class SB3OpLevelConsolidator(OpsConsolidator):
         if not path.is_file():
             raise ConfigError(f"{checkpoint}: no MaskablePPO model there (expected maskable_ppo.zip)")
         self.model = MaskablePPO.load(path, device="cpu")
-        check_features(int(self.model.observation_space.shape[-1]), str(path))
+        self.path = str(path)
         self.max_entries = int(self.model.observation_space.shape[0])
+        width = int(self.model.observation_space.shape[-1])
+        if width not in (len(feature_names(1)), len(feature_names(2))):
+            check_features(width, self.path)  # no env version's width: raises, naming the fix
 
     def ops(self, info: dict[str, Any]) -> list[int]:
         region = info["region"][: self.max_entries]
-        mask = op_mask(region, self.max_entries)
-        action, _ = self.model.predict(entry_features(region, self.max_entries), action_masks=mask.reshape(-1),
-                                       deterministic=True)
+        contract = info_contract(info)
+        check_features(int(self.model.observation_space.shape[-1]), self.path, expected=feature_names(contract))
+        if int(self.model.action_space.nvec[0]) != len(op_names(contract)):
+            raise ConfigError(f"{self.path} plays {int(self.model.action_space.nvec[0])} ops, but this env's are "
+                              f"{list(op_names(contract))}: retrain it on this env id (`dreamer-gym train --algo sb3`)")
+        features, mask = self.features_and_mask(info, self.max_entries)
+        action, _ = self.model.predict(features, action_masks=mask.reshape(-1), deterministic=True)
         return [int(a) for a in action[: len(region)]]

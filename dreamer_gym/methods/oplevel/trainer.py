@@ -23,8 +23,8 @@ import yaml
 from torch import nn
 from tqdm.auto import tqdm
 
-from dreamer_gym.envs.ops import DROP, MERGE, OPS, entry_classes, first_members
-from dreamer_gym.envs.wrappers import ENTRY_FEATURES, check_features
+from dreamer_gym.envs.ops import DROP, MERGE, OPS, entry_classes, first_members, op_names
+from dreamer_gym.envs.wrappers import ENTRY_FEATURES, check_features, feature_names
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.methods.oplevel.config import OpLevelConfig, RegionRunConfig  # noqa: F401 - RegionRunConfig: its old home
 from dreamer_gym.methods.oplevel.wrapper import OpLevelWrapper
@@ -41,15 +41,27 @@ def consensus_ops(kinds: list[str]) -> np.ndarray:
 
 
 class OpPolicy(nn.Module):
-    """Per-entry logits over the ops from ``[log1p(features), mean log1p(features) over the region]``."""
+    """Per-entry logits over the ops from ``[log1p(features), mean log1p(features) over the region]``; its
+    width and output are the env's lists (:attr:`~dreamer_gym.methods.oplevel.wrapper.OpLevelWrapper.features`
+    and ``op_list``: a contract-2 env's add the bank context's columns and ``synthesize``)."""
 
-    def __init__(self, n_features: int = len(ENTRY_FEATURES), hidden: int = 64) -> None:
+    def __init__(self, n_features: int = len(ENTRY_FEATURES), hidden: int = 64, n_ops: int = len(OPS)) -> None:
         super().__init__()
         self.net = nn.Sequential(nn.Linear(2 * n_features, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
-                                 nn.Linear(hidden, len(OPS)))
+                                 nn.Linear(hidden, n_ops))
+        # the lists it reads and plays (checkpoints record them); the defaults: contracts 0-1's
+        self.features: tuple[str, ...] = ENTRY_FEATURES if n_features == len(ENTRY_FEATURES) else ()
+        self.op_list: tuple[str, ...] = OPS if n_ops == len(OPS) else ()
+
+    @classmethod
+    def for_lists(cls, features: tuple[str, ...], ops: tuple[str, ...], hidden: int = 64) -> OpPolicy:
+        """A policy whose width and output are ``features`` and ``ops`` (an env's, or a checkpoint's)."""
+        policy = cls(n_features=len(features), hidden=hidden, n_ops=len(ops))
+        policy.features, policy.op_list = tuple(features), tuple(ops)
+        return policy
 
     def forward(self, features: torch.Tensor, mask: torch.Tensor, n_entries: int) -> torch.Tensor:
-        """Masked logits ``(max_entries, len(OPS))``; ``features`` ``(max_entries, n_features)``."""
+        """Masked logits ``(max_entries, n_ops)``; ``features`` ``(max_entries, n_features)``."""
         x = torch.log1p(features)
         context = x[:n_entries].mean(0, keepdim=True) if n_entries else torch.zeros_like(x[:1])
         logits = self.net(torch.cat([x, context.expand_as(x)], dim=-1))
@@ -82,26 +94,54 @@ class OpPolicy(nn.Module):
         return action
 
 
-def save_policy(policy: OpPolicy, config: OpLevelConfig, step: int, path: Path) -> Path:
+def save_policy(policy: OpPolicy, config: OpLevelConfig, step: int, path: Path,
+                features: tuple[str, ...] = ENTRY_FEATURES, ops: tuple[str, ...] = OPS) -> Path:
+    """Write ``path/policy.pt``: the weights, the config, the step, and the feature and op lists trained on
+    (``ops`` recorded from issue 40 on; a checkpoint without it was trained on :data:`OPS`)."""
     path.mkdir(parents=True, exist_ok=True)
     part = path / f".{CHECKPOINT_FILE}.part"  # renamed when whole: an interrupted save leaves no half a policy
     torch.save({"state_dict": policy.state_dict(), "config": config.to_dict(), "step": step,
-                "features": list(ENTRY_FEATURES)}, part)
+                "features": list(features), "ops": list(ops)}, part)
     os.replace(part, path / CHECKPOINT_FILE)
     return path
 
 
+def checkpoint_lists(state: dict[str, Any], source: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The feature and op lists a checkpoint was trained on: one env version's pair (:func:`feature_names` and
+    :func:`op_names` of contract 1 or 2), else a ConfigError naming the fix (a checkpoint saved before issue 31)."""
+    recorded = state.get("features") or state["state_dict"]["net.0.weight"].shape[1] // 2
+    ops = tuple(state.get("ops", OPS))
+    for contract in (1, 2):
+        features = feature_names(contract)
+        same = recorded == len(features) if isinstance(recorded, int) else tuple(recorded) == features
+        if same and ops == op_names(contract):
+            return features, ops
+    check_features(recorded, source)  # an older feature list: raises, naming the fix
+    raise ConfigError(f"{source} records {len(ops)} ops {list(ops)} beside {len(recorded) if not isinstance(recorded, int) else recorded} "
+                      "features: no env version has that pair. Retrain it (`dreamer-gym train --algo oplevel`)")
+
+
+def check_policy(policy: OpPolicy, contract: int, source: str) -> None:
+    """Raise unless ``policy`` was trained on the feature and op lists of an env of tool contract ``contract``
+    (a contract-1 checkpoint on ``ScienceWorld-v2`` and the reverse are ConfigErrors naming the fix)."""
+    check_features(policy.features, source, expected=feature_names(contract))
+    if policy.op_list != op_names(contract):
+        raise ConfigError(f"{source} plays the ops {list(policy.op_list)}, but this env's are {list(op_names(contract))}: "
+                          "retrain it on this env id (`dreamer-gym train --algo oplevel` with this env_id)")
+
+
 def load_policy(checkpoint: str | Path) -> tuple[OpPolicy, OpLevelConfig]:
-    """A ``checkpoint-STEP`` folder (or its ``policy.pt``) written by the op-level trainer."""
+    """A ``checkpoint-STEP`` folder (or its ``policy.pt``) written by the op-level trainer. Its feature and op lists
+    are on the policy (``policy.features``, ``policy.op_list``): :func:`check_policy` compares them with an env's."""
     path = Path(checkpoint)
     path = path / CHECKPOINT_FILE if path.is_dir() else path
     if not path.is_file():
         raise ConfigError(f"{checkpoint} is not an op-level checkpoint (no {CHECKPOINT_FILE}); pass a checkpoint-STEP "
                           "folder written by `dreamer-gym train --algo oplevel`")
     state = torch.load(path, map_location="cpu", weights_only=False)
-    check_features(state.get("features") or state["state_dict"]["net.0.weight"].shape[1] // 2, str(path))
+    features, ops = checkpoint_lists(state, str(path))
     config = OpLevelConfig(**state["config"])
-    policy = OpPolicy(hidden=config.hidden)
+    policy = OpPolicy.for_lists(features, ops, hidden=config.hidden)
     policy.load_state_dict(state["state_dict"])
     return policy.eval(), config
 
@@ -135,9 +175,15 @@ class OpLevelTrainer:
         self.rng = np.random.default_rng(config.seed)
         self.generator = torch.Generator().manual_seed(config.seed)
         self.env = env or OpLevelWrapper(config.make_env(), max_entries=config.max_entries)
-        self.policy = OpPolicy(hidden=config.hidden)
+        features, ops = getattr(self.env, "features", ENTRY_FEATURES), getattr(self.env, "op_list", OPS)
+        self.policy = OpPolicy.for_lists(features, ops, hidden=config.hidden)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr)
         self.out = Path(config.output_dir)
+
+    def save(self, step: int) -> Path:
+        """``checkpoint-STEP``: the policy with the env's feature and op lists."""
+        return save_policy(self.policy, self.config, step, self.out / f"checkpoint-{step}", self.policy.features,
+                           self.policy.op_list)
 
     def classes(self, region: list[dict[str, Any]]) -> np.ndarray | None:
         """Each entry's class under ``tie: class``; None (one op per entry) under ``tie: entry``."""
@@ -160,8 +206,8 @@ class OpLevelTrainer:
             rewards.append(float(reward))
             scores_changed.append(step_info["score_after"] != step_info["score_before"])
             for kind, op in zip(kinds, action[:n].tolist()):
-                ops_by_kind.setdefault(kind, {}).setdefault(OPS[op], 0)
-                ops_by_kind[kind][OPS[op]] += 1
+                ops_by_kind.setdefault(kind, {}).setdefault(self.policy.op_list[op], 0)
+                ops_by_kind[kind][self.policy.op_list[op]] += 1
         return {"features": features, "mask": mask, "n": n, "classes": classes, "actions": actions,
                 "rewards": np.array(rewards),
                 "score_changed": float(np.mean(scores_changed)), "ops_by_kind": ops_by_kind, "family": info["family"]}
@@ -198,7 +244,7 @@ class OpLevelTrainer:
             picks = first_members(classes) if classes is not None else np.arange(n)
             target = torch.as_tensor(consensus_ops([e["kind"] for e in region])[picks])
             allowed = torch.as_tensor(mask[picks], dtype=torch.float32)  # a class's: its first member's
-            soft = (1 - s) * nn.functional.one_hot(target, len(OPS)).float() + s * allowed / allowed.sum(-1, keepdim=True)
+            soft = (1 - s) * nn.functional.one_hot(target, len(self.policy.op_list)).float() + s * allowed / allowed.sum(-1, keepdim=True)
             regions.append((features, mask, n, classes, target, soft))
         optimizer = torch.optim.Adam(self.policy.parameters(), lr=self.config.lr)
         for _ in range(self.config.warm_start_steps):
@@ -221,7 +267,7 @@ class OpLevelTrainer:
         log = (self.out / "log.jsonl").open("a")
         if self.config.warm_start:  # its own file: the log holds RL steps only (the curve reads it)
             (self.out / "warm_start.json").write_text(json.dumps(self.warm_start(), indent=1) + "\n")
-            save_policy(self.policy, self.config, 0, self.out / "checkpoint-0")
+            self.save(0)
         try:
             bar = tqdm(range(1, self.config.steps + 1), desc="op-level", unit="step", disable=not progress)
             for step in bar:
@@ -250,7 +296,7 @@ class OpLevelTrainer:
                 log.write(json.dumps(record) + "\n")
                 log.flush()
                 records.append(record)
-                save_policy(self.policy, self.config, step, self.out / f"checkpoint-{step}")
+                self.save(step)
         finally:
             log.close()
         return records
