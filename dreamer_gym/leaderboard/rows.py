@@ -19,6 +19,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
+from dreamer_gym.consolidators.context_rules import CONTEXT_RULES
 from dreamer_gym.consolidators.op_rule import OP_RULES
 from dreamer_gym.leaderboard.runner import REFERENCES
 from dreamer_gym.leaderboard.submission import SubmissionError
@@ -27,7 +28,9 @@ from dreamer_gym.leaderboard.submission import SubmissionError
 # baseline of the aggregates is the best of their rows. The whole-region op rules (`rule:merge-all`, ...) are
 # the constants of the learnability study (docs/learnability.md): on the board, a learner is compared with them.
 FIXED_RULES: tuple[str, ...] = ("keep-all", "empty", "dedupe", "blind", "consensus", "random",
-                                *(f"rule:{name}" for name in OP_RULES))
+                                *(f"rule:{name}" for name in OP_RULES),
+                                # issue 40: the bank-context and synthesis rules (tool contract 2 ids only)
+                                *(f"rule:{name}" for name in CONTEXT_RULES))
 # the normalising rows: empty 0, oracle 1 (aggregate.Normaliser)
 ANCHORS: tuple[str, str] = ("empty", "oracle")
 
