@@ -23,6 +23,7 @@ import numpy as np
 
 from dreamer_gym.envs.op_rules import abstract_text, merge_text, parse_procedure
 from dreamer_gym.envs.tools import BANK_CONTEXT_CONTRACT
+from dreamer_gym.envs.toolspec import SYNTHESIS_SOURCES  # ("success", "all"): the order the op asks in
 # its home is the wrappers (the group features read it); its callers import it from here, with the ops
 from dreamer_gym.envs.wrappers import entry_classes as entry_classes
 
@@ -136,7 +137,8 @@ def play_ops(ops: list[int], region: list[dict[str, Any]], max_entry_tokens: int
     """Every tool call (without ``commit``) that plays one op per region entry, one at a time: send each call's
     result (the observation's ``result``) back; returns what was played. Without ``synthesize`` ops the calls
     are exactly :func:`plan_calls`'s. Then, per task of the entries given ``synthesize`` (in region order), the
-    env's ``synthesize`` call for a procedure, and the call its answer names (``emit`` of the candidate, or
+    env's ``synthesize`` call for a procedure (from the task's successful runs; where that has no candidate, a
+    second call from all its runs), and the call its answer names (``emit`` of the candidate, or
     ``keep`` of the region entry it equals): those entries are replaced by it. Where the tool has no candidate,
     the emit budget is spent, or the ``emit`` fails, they are kept instead (played as ``keep``)."""
     calls, played = plan_calls(ops, region, max_entry_tokens, max_emitted, slots=slots)
@@ -149,8 +151,13 @@ def play_ops(ops: list[int], region: list[dict[str, Any]], max_entry_tokens: int
             tasks.setdefault(entry.get("family", ""), []).append(entry["id"])
     for task, ids in tasks.items():
         follow = None
-        if emitted < max_emitted:
-            follow = _candidate_call((yield {"tool": "synthesize", "task": task, "kind": "procedure"}))
+        # the task's successful runs, then (where they share no procedure: about half the windows' tasks, one
+        # success or runs that differ) every run of it, the tool's own hint
+        for which in SYNTHESIS_SOURCES if emitted < max_emitted else ():
+            follow = _candidate_call((yield {"tool": "synthesize", "task": task, "kind": "procedure",
+                                             "trajectories": which}))
+            if follow is not None:
+                break
         if follow is not None and not str((yield follow)).startswith("ERROR"):
             emitted += follow["tool"] == "emit"
             played["synthesize"] += len(ids)

@@ -71,7 +71,8 @@ def test_synthesize_on_every_procedure_commits_entries_citing_whole_trajectories
         action[i] = SYNTHESIZE if entry["kind"] == "procedure" and mask[i, SYNTHESIZE] else KEEP
     _, reward, terminated, _, out = env.step(action)
     assert terminated and np.isfinite(reward) and out["invalid_ops"] == 0 and out["invalid_calls"] == 0
-    assert out["ops_played"].get("synthesize", 0) == int((action[: len(region)] == SYNTHESIZE).sum()) > 0
+    played = out["ops_played"]  # a task whose runs share no procedure keeps its entries (use-thermometer here)
+    assert 0 < played["synthesize"] <= int((action == SYNTHESIZE).sum()) and sum(played.values()) == len(region)
     ids = {e["id"] for e in region}
     new = [e for e in out["emitted"] if e["id"] not in ids]
     assert new and all(e["kind"] == "procedure" and e["provenance"] for e in new)
