@@ -20,6 +20,8 @@ SCIENCEWORLD_POOL_HASH = "pbb9b36a4f660a660"
 ALFWORLD_GEN_POOL_HASH = "p3a5243c94551d807"
 MINIWOB_POOL_HASH = "pb3816741ee5a7b51"
 SCIENCEWORLD_WINDOWS_POOL_HASH = "p28d93d125475cebe"
+# ScienceWorldWindows-v1's: the same cut of 28 banks (seeds 200-227: v0's 24 and 4 more), 355 windows (issue 40)
+SCIENCEWORLD_WINDOWS_V1_POOL_HASH = "pf99cad561ba6dfec"
 
 
 @dataclass(frozen=True)
@@ -95,9 +97,12 @@ def define_ids(base: RewardDefinition | None = None) -> dict[str, EnvIdSpec]:
                            pool_hash=SCIENCEWORLD_WINDOWS_POOL_HASH, eval_in_family=20)
     # Issue 40, one bump for both: tool contract 2 (the whole bank read-only through read_entry and search, the
     # `synthesize` tool, the bank context in the observation) and, on windows, a new entry filed only under a family
-    # the window's own sessions played (dreamer_gym.contract.filing).
+    # the window's own sessions played (dreamer_gym.contract.filing), on a pool of 355 training windows (v0's 24
+    # banks and 4 more: the >= 300 training windows the learners need).
     v2 = {"MemoryConsolidation-ScienceWorld-v2": replace(scienceworld, tool_contract=2),
-          "MemoryConsolidation-ScienceWorldWindows-v1": replace(windows, tool_contract=2, window_own_families=True)}
+          "MemoryConsolidation-ScienceWorldWindows-v1": replace(
+              windows, tool_contract=2, window_own_families=True, pool="scienceworld-windows-r3-v1",
+              pool_hash=SCIENCEWORLD_WINDOWS_V1_POOL_HASH)}
     # -v0 differs from -v1 only in the tool contract (0: lenient)
     return {**{old: replace(latest[new], tool_contract=0) for old, new in _v0_of(latest).items()}, **latest,
             "MemoryConsolidation-ScienceWorldWindows-v0": windows, **v2}
@@ -164,5 +169,5 @@ LLM_VARIANTS: dict[str, str] = {
 
 __all__ = ["ALFWORLD", "ALFWORLD_GEN", "ALFWORLD_GEN_POOL_HASH", "DEFAULT_FAMILIES", "ENV_IDS", "FROZEN_FIELDS",
            "LATEST_IDS", "LLM_VARIANTS", "MINIWOB", "MINIWOB_POOL_HASH", "REGISTERED", "SCIENCEWORLD",
-           "SCIENCEWORLD_POOL_HASH", "SCIENCEWORLD_V2", "SCIENCEWORLD_WINDOWS", "SCIENCEWORLD_WINDOWS_V1", "SCIENCEWORLD_WINDOWS_POOL_HASH", "SUPERSEDED", "TRANSFER_TRACK", "WEBARENA", "EnvIdSpec", "define_ids",
+           "SCIENCEWORLD_POOL_HASH", "SCIENCEWORLD_V2", "SCIENCEWORLD_WINDOWS", "SCIENCEWORLD_WINDOWS_V1", "SCIENCEWORLD_WINDOWS_POOL_HASH", "SCIENCEWORLD_WINDOWS_V1_POOL_HASH", "SUPERSEDED", "TRANSFER_TRACK", "WEBARENA", "EnvIdSpec", "define_ids",
            "env_kwargs"]

@@ -8,7 +8,7 @@ import gymnasium as gym
 import pytest
 
 import dreamer_gym  # noqa: F401  (registers the ids)
-from dreamer_gym.contract.ids import SCIENCEWORLD_WINDOWS_POOL_HASH, SUPERSEDED
+from dreamer_gym.contract.ids import SCIENCEWORLD_WINDOWS_POOL_HASH, SCIENCEWORLD_WINDOWS_V1_POOL_HASH, SUPERSEDED
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.memory import parse_window
 
@@ -20,11 +20,13 @@ def test_the_windows_id_pins_its_pool_and_is_superseded_by_v1() -> None:
     assert kwargs["pool"] == "scienceworld-windows-r3-v0" and kwargs["pool_hash"] == SCIENCEWORLD_WINDOWS_POOL_HASH
     assert kwargs["eval_in_family"] == 20 and kwargs["frozen"]["eval_in_family"] == 20
     assert kwargs["frozen"]["window_own_families"] is False and kwargs["frozen"]["tool_contract"] == 1
-    # issue 40: -v1 is the same pool and episodes with tool contract 2 and filing under the window's own families
+    # issue 40: -v1 is the same cut of a superset of the banks (28), with tool contract 2 and filing under the
+    # window's own families
     assert SUPERSEDED[ENV_ID] == "MemoryConsolidation-ScienceWorldWindows-v1"
     new = gym.spec(SUPERSEDED[ENV_ID]).kwargs["frozen"]
-    assert {k: v for k, v in new.items() if kwargs["frozen"][k] != v} == {"tool_contract": 2,
-                                                                          "window_own_families": True}
+    assert {k: v for k, v in new.items() if kwargs["frozen"][k] != v} == {
+        "tool_contract": 2, "window_own_families": True, "pool": "scienceworld-windows-r3-v1",
+        "pool_hash": SCIENCEWORLD_WINDOWS_V1_POOL_HASH}
 
 
 @pytest.mark.jvm
