@@ -83,6 +83,24 @@ def test_tools_are_the_env_tools_with_valid_schemas(factory):
         assert f'"name": "{name}"' in rendered
 
 
+def test_a_contract_2_id_offers_its_own_tools_and_synthesize_reaches_the_env():
+    """On ScienceWorldWindows-v1 (tool contract 2) the rollout class has `synthesize` and the bank-wide `search`;
+    on the -v1 id above it has neither (test_tools_are_the_env_tools_with_valid_schemas)."""
+    from dreamer_gym.envs.tools import tools_for
+
+    with make_environment_factory("MemoryConsolidation-ScienceWorldWindows-v1", experiment=True, **CHEAP) as f:
+        env = f()
+        tools = trl_tools(env)
+        assert set(tools) == set(tools_for(2))
+        for name, method in tools.items():
+            jsonschema.Draft202012Validator.check_schema(get_json_schema(method)["function"]["parameters"])
+        text = env.reset(seed=SEED, **ROW)
+        task = text.split("Bank context", 1)[1].split("\n")[1].split(":")[0]  # the first own task's line
+        reply = tools["synthesize"](task=task, trajectories="all", min_support=0.5)
+        assert env.invalid_calls == 0 and env.tool_counts == {"synthesize": 1}, reply
+        assert tools["search"](query="door", scope="bank").strip()
+
+
 def test_tool_arguments_from_the_schema_reach_the_env(factory, region_ids):
     """A call whose arguments validate against a tool's schema is taken by the env as that call."""
     env = factory()

@@ -247,6 +247,40 @@ class ConsolidationToolEnv:
         return self.episode_reward
 
 
+class BankToolEnv(ConsolidationToolEnv):
+    """:class:`ConsolidationToolEnv` for an id of tool contract 2 (``ScienceWorld-v2``, ``ScienceWorldWindows-v1``):
+    ``search`` reaches the whole bank and ``synthesize`` is a tool. A class of its own because TRL reads the tools
+    off the class's public functions: a contract-1 rollout must not be offered a tool its env refuses."""
+
+    def search(self, query: str, k: int = 5, scope: str = "bank") -> str:
+        """Search the bank's entries (BM25; hits outside the region are read-only) and list the best matches.
+
+        Args:
+            query: The words to search for.
+            k: How many entries to return, 1 to 20.
+            scope: Where to search. (choices: ["bank", "region"])
+        """
+        return self._call("search", query=query, k=k, scope=scope)
+
+    def synthesize(self, task: str, trajectories: str = "success", min_support: float = 0.5,
+                   kind: str = "procedure") -> str:
+        """Get one candidate entry aligned from the region's trajectories of a task (it writes nothing: emit it,
+        edit it, or drop it).
+
+        Args:
+            task: A task (family) the region's linked trajectories were played for.
+            trajectories: Which of them. (choices: ["success", "all"])
+            min_support: The share of them a step or fact must appear in, above 0 and at most 1.
+            kind: A procedure or the facts they share. (choices: ["procedure", "fact"])
+        """
+        return self._call("synthesize", task=task, trajectories=trajectories, min_support=min_support, kind=kind)
+
+
+def tool_env_class(contract: int) -> type[ConsolidationToolEnv]:
+    """The rollout class whose tools are those of tool contract ``contract``."""
+    return BankToolEnv if contract >= 2 else ConsolidationToolEnv
+
+
 def _shared_service(environments: Sequence[ConsolidationToolEnv]) -> RewardService:
     for e in environments:
         if not isinstance(e, ConsolidationToolEnv):
@@ -318,16 +352,17 @@ class EnvironmentFactory:
         the id's config (``config.service``; the process service starts on the first reset)."""
         self.env_id, self.experiment, self.env_kwargs = env_id, experiment, env_kwargs
         self._owns_service = reward_service is None
+        probe = _build_env(env_id, experiment, reward_service, **env_kwargs)  # cheap: nothing starts before a reset
+        config = probe.unwrapped.config  # type: ignore[attr-defined]
+        probe.close()
+        self.tool_env_class = tool_env_class(config.tool_contract)
         if reward_service is None:
-            probe = _build_env(env_id, experiment, None, **env_kwargs)  # cheap: nothing starts before a reset
-            config = probe.unwrapped.config  # type: ignore[attr-defined]
-            probe.close()
             reward_service = make_reward_service(config.service, config)
         self.service: RewardService = reward_service
         self.environments: list[ConsolidationToolEnv] = []
 
     def __call__(self) -> ConsolidationToolEnv:
-        env = ConsolidationToolEnv(self.env_id, self.service, experiment=self.experiment, **self.env_kwargs)
+        env = self.tool_env_class(self.env_id, self.service, experiment=self.experiment, **self.env_kwargs)
         self.environments.append(env)
         return env
 
