@@ -91,14 +91,13 @@ def check_features(trained_on: Sequence[str] | int, source: str,
         width, same = len(trained_on), tuple(trained_on) == expected
     if same:
         return
-    if width in (len(ENTRY_FEATURES), len(ENTRY_FEATURES_V2)) and len(expected) in (len(ENTRY_FEATURES), len(ENTRY_FEATURES_V2)):
-        trained = "a tool-contract-2 env (the bank context's columns)" if width == len(ENTRY_FEATURES_V2) else \
-            "a tool-contract-0/1 env (no bank context)"
-        here = "a tool-contract-2 env" if len(expected) == len(ENTRY_FEATURES_V2) else "a tool-contract-0/1 env"
-        raise ConfigError(f"{source} was trained on {width} entry features, on {trained}, but this env is {here} whose "
-                          f"observation has {len(expected)}: the shapes do not match. Retrain it on this env id "
-                          "(`dreamer-gym train --algo oplevel` with this env_id, or `--algo sb3`), or evaluate it on "
-                          "an id of the tool contract it was trained on")
+    versions = {len(ENTRY_FEATURES): "a tool-contract-0/1 env (no bank context)",
+                len(ENTRY_FEATURES_V2): "a tool-contract-2 env (the bank context's columns)"}
+    if width in versions and len(expected) in versions:  # one env version's policy on the other's env
+        raise ConfigError(f"{source} was trained on {width} entry features, on {versions[width]}, but this env is "
+                          f"{versions[len(expected)]} whose observation has {len(expected)}: the shapes do not match. "
+                          "Retrain it on this env id (`dreamer-gym train --algo oplevel` with this env_id, or "
+                          "`--algo sb3`), or evaluate it on an id of the tool contract it was trained on")
     raise ConfigError(f"{source} was trained on {width} entry features, but this version's observation has "
                       f"{len(expected)} (issue 31 appended {', '.join(GROUP_FEATURES)}; issue 40 the bank context's "
                       f"{', '.join(CONTEXT_FEATURES)} on tool-contract-2 ids): the shapes do not match. Retrain it on "

@@ -115,7 +115,8 @@ def test_grpo_ops_listing_offers_synthesize_with_the_bank_context_and_plays_it_t
     state = CommandState.for_region(region, "ops", cfg.max_entry_tokens, cfg.max_emitted, context)
     assert any("synthesize" in allowed for allowed in state.group_allowed)
     for c, allowed in enumerate(state.group_allowed):
-        op = "synthesize" if "synthesize" in allowed and region[state.groups.index(c)]["kind"] == "procedure" else "keep"
+        procedures = region[state.groups.index(c)]["kind"] == "procedure"
+        op = "synthesize" if "synthesize" in allowed and procedures else "keep"
         state.apply([op, f" {state.letter(c)}"])
     actions, calls = state.apply(["commit"]), []
     while actions:

@@ -1,5 +1,6 @@
-"""The op-level method: one op per region entry (drop, keep, merge, abstract; :mod:`dreamer_gym.envs.ops`),
-texts from the rules, a policy choosing the ops.
+"""The op-level method: one op per region entry (drop, keep, merge, abstract; on a tool-contract-2 env also
+synthesize, whose text the env's ``synthesize`` tool writes; :mod:`dreamer_gym.envs.ops`), texts from the rules, a
+policy choosing the ops.
 
 * :mod:`~dreamer_gym.methods.oplevel.wrapper`: ``OpLevelWrapper`` (fixed-size spaces and an action mask, for
   any RL library) and ``RegionSeeds`` (the training regions);

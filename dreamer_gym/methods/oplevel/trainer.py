@@ -117,8 +117,9 @@ def checkpoint_lists(state: dict[str, Any], source: str) -> tuple[tuple[str, ...
         if same and ops == op_names(contract):
             return features, ops
     check_features(recorded, source)  # an older feature list: raises, naming the fix
-    raise ConfigError(f"{source} records {len(ops)} ops {list(ops)} beside {len(recorded) if not isinstance(recorded, int) else recorded} "
-                      "features: no env version has that pair. Retrain it (`dreamer-gym train --algo oplevel`)")
+    width = recorded if isinstance(recorded, int) else len(recorded)
+    raise ConfigError(f"{source} records {len(ops)} ops {list(ops)} beside {width} features: no env version has that "
+                      "pair. Retrain it (`dreamer-gym train --algo oplevel`)")
 
 
 def check_policy(policy: OpPolicy, contract: int, source: str) -> None:
@@ -126,8 +127,8 @@ def check_policy(policy: OpPolicy, contract: int, source: str) -> None:
     (a contract-1 checkpoint on ``ScienceWorld-v2`` and the reverse are ConfigErrors naming the fix)."""
     check_features(policy.features, source, expected=feature_names(contract))
     if policy.op_list != op_names(contract):
-        raise ConfigError(f"{source} plays the ops {list(policy.op_list)}, but this env's are {list(op_names(contract))}: "
-                          "retrain it on this env id (`dreamer-gym train --algo oplevel` with this env_id)")
+        raise ConfigError(f"{source} plays the ops {list(policy.op_list)}, but this env's are "
+                          f"{list(op_names(contract))}: retrain it on this env id (`dreamer-gym train --algo oplevel` with this env_id)")
 
 
 def load_policy(checkpoint: str | Path) -> tuple[OpPolicy, OpLevelConfig]:
@@ -244,7 +245,8 @@ class OpLevelTrainer:
             picks = first_members(classes) if classes is not None else np.arange(n)
             target = torch.as_tensor(consensus_ops([e["kind"] for e in region])[picks])
             allowed = torch.as_tensor(mask[picks], dtype=torch.float32)  # a class's: its first member's
-            soft = (1 - s) * nn.functional.one_hot(target, len(self.policy.op_list)).float() + s * allowed / allowed.sum(-1, keepdim=True)
+            one_hot = nn.functional.one_hot(target, len(self.policy.op_list)).float()
+            soft = (1 - s) * one_hot + s * allowed / allowed.sum(-1, keepdim=True)
             regions.append((features, mask, n, classes, target, soft))
         optimizer = torch.optim.Adam(self.policy.parameters(), lr=self.config.lr)
         for _ in range(self.config.warm_start_steps):

@@ -16,10 +16,11 @@
   the rules can read; ``synthesize`` on entries of the region's own tasks with a linked trajectory.
 
 The wrapper plays the ops through the env's own tools (``keep``, ``emit`` with the entries as provenance,
-``commit``, and on contract 2 ``synthesize``), so the reward is the env's commit reward, unchanged. A masked op is not a crash: it is played
-as ``keep`` on a real entry and ignored on padding, and counted in ``info["invalid_ops"]``; ``abstract``
-ops past the emit budget, or whose text the rules leave unchanged, are played as ``keep`` too
-(``info["ops_played"]`` says what was played).
+``commit``, and on contract 2 ``synthesize``), so the reward is the env's commit reward, unchanged. A masked op is
+not a crash: it is played as ``keep`` on a real entry and ignored on padding, and counted in
+``info["invalid_ops"]``; ``abstract`` ops past the emit budget, or whose text the rules leave unchanged, and
+``synthesize`` ops whose task has no candidate, are played as ``keep`` too (``info["ops_played"]`` says what was
+played).
 """
 from __future__ import annotations
 
