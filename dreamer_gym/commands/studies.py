@@ -77,7 +77,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     g = p.add_argument_group("study (LearnabilityConfig fields)")
     add_dataclass_arguments(g, LearnabilityConfig, skip=LEARNABILITY_SKIP, dest_prefix="learnability.")
     p.add_argument("--out", type=Path, default=Path("runs/learnability"),
-                   help="output folder (default: runs/learnability)")
+                   help="output folder (default: runs/learnability); each commit's record is appended to "
+                   "OUT/records.jsonl as it finishes, and a rerun of the same study resumes from it")
+    p.add_argument("--max-jobs", type=int, default=None, metavar="N",
+                   help="run at most N commits not yet in OUT/records.jsonl, then stop (rerun to go on)")
+    p.add_argument("--summarise-only", action="store_true",
+                   help="run nothing: write the tables from OUT/records.jsonl as it stands (labelled partial where "
+                   "regions are missing); the study is the log's, --fold-by and --bootstrap-resamples apply")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_learnability)
 
@@ -130,13 +136,24 @@ def cmd_track_power(args: argparse.Namespace) -> int:
 
 
 def cmd_learnability(args: argparse.Namespace) -> int:
-    from dreamer_gym.studies.learnability import LearnabilityConfig, run, to_markdown
+    from dreamer_gym.studies.learnability import LearnabilityConfig, run, summarise_log, to_markdown
 
     if args.track:
         return cmd_track_learnability(args)
     study = dataclass_kwargs(args, LearnabilityConfig, skip=LEARNABILITY_SKIP, dest_prefix="learnability.")
-    config = LearnabilityConfig(env_id=args.env, families=families_arg(args), **study)
-    print(to_markdown(run(config, args.out, progress=not args.quiet)))
+    if args.summarise_only:
+        given = [*study, *(["families"] if args.families else [])]
+        summary = summarise_log(args.out, LearnabilityConfig(families=families_arg(args), **study), given)
+    else:
+        config = LearnabilityConfig(env_id=args.env, families=families_arg(args), **study)
+        summary = run(config, args.out, progress=not args.quiet, max_jobs=args.max_jobs)
+        if not summary.get("regions"):
+            p = summary["progress"]
+            print(f"{p['records']} of {p['jobs']} commits done ({p['regions']} of {p['of_regions']} regions) in "
+                  f"{args.out}/records.jsonl: rerun the same command to go on, or add --summarise-only for the tables "
+                  "so far")
+            return 0
+    print(to_markdown(summary))
     print(f"wrote {args.out}/learnability.json and learnability.md")
     return 0
 

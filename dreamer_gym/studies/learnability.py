@@ -29,8 +29,10 @@ summary.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,8 @@ from dreamer_gym.memory.regions import parse_window
 from dreamer_gym.stats import interval, stratified_indices
 from dreamer_gym.studies.fixed_referee import TIE, best_fixed_other_fold, describe_switch, other_folds, referee
 from dreamer_gym.studies.fixed_referee import argmax_first as _argmax
+from dreamer_gym.studies.folds import episode_reward, fold_map, fold_rewards
+from dreamer_gym.studies.record_log import RecordLog, open_log
 from dreamer_gym.studies.validity import make_study_env
 
 # Registered deterministic consolidators that are whole-region rules too (dreamer_gym.consolidators.fixed)
@@ -56,6 +60,10 @@ REGISTERED_RULES: dict[str, str] = {
 RULES: tuple[str, ...] = (*REGISTERED_RULES, *OP_RULES)
 MERGING_RULES: tuple[str, ...] = ("merge-all", "consensus", "merge-procedures", "merge-procedures-keep-facts",
                                   "abstract-procedures")
+FOLD_BY: tuple[str, ...] = ("draw", "variation")
+# the LearnabilityConfig fields a study's records depend on (the log's fingerprint)
+RECORD_FIELDS: tuple[str, ...] = ("env_id", "families", "banks", "rules", "draws", "seed", "env_kwargs", "max_regions")
+LOG_NAME = "records.jsonl"  # the study's log in its output folder (dreamer_gym.studies.record_log)
 
 
 @dataclass(frozen=True)
@@ -78,12 +86,20 @@ class LearnabilityConfig:
                 "\"pool_hash\": null}); one that changes the reward makes the study not comparable to the id"})
     max_regions: int | None = field(default=None, metadata={
         "help": "study a seeded sample of this many regions (None: every region the config names)"})
+    fold_by: str = field(default="draw", metadata={
+        "choices": FOLD_BY,
+        "help": "what the cross-fit chooses on and scores on: `draw` (the episode draws: they may replay the same "
+                "episodes) or `variation` (each region's episodes split into 2 disjoint halves by variation; "
+                "`draws` 1 is enough)"})
 
     def __post_init__(self) -> None:
         if self.max_regions is not None and self.max_regions < 2:
             raise ConfigError(f"Expected `max_regions` >= 2 or None, got {self.max_regions}")
-        if self.draws < 2:
-            raise ConfigError(f"Expected `draws` >= 2 (one draw chooses, another scores), got {self.draws}")
+        if self.fold_by not in FOLD_BY:
+            raise ConfigError(f"Expected `fold_by` to be one of {list(FOLD_BY)}, got {self.fold_by!r}")
+        if self.draws < (1 if self.fold_by == "variation" else 2):
+            raise ConfigError(f"Expected `draws` >= 2 (one draw chooses, another scores), got {self.draws}; with "
+                              "`fold_by` variation (--fold-by variation) 1 draw is enough")
         if len(self.rules) < 2 or len(set(self.rules)) != len(self.rules):
             raise ConfigError(f"Expected `rules` to be at least 2 distinct names, got {list(self.rules)}")
         if self.bootstrap_resamples < 1:
@@ -96,6 +112,11 @@ class LearnabilityConfig:
         if unknown:
             raise ConfigError(f"Unknown rule(s) {unknown} in `rules`; the study's rules are {list(RULES)} (any "
                               "registered deterministic consolidator works too)")
+
+    def record_fields(self) -> dict[str, Any]:
+        """The fields that decide the study's records (a resumed run must match them; the others, such as
+        ``fold_by``, ``bootstrap_resamples`` and ``workers``, change only how the records are read or run)."""
+        return {name: getattr(self, name) for name in RECORD_FIELDS}
 
     def reset_seed(self, draw: int, bank: int) -> int:
         """The reset seed of one draw on one bank's regions: every rule of the draw shares it (paired), and
@@ -125,33 +146,104 @@ def study_regions(pool: Any, config: LearnabilityConfig) -> list[tuple[str, int]
     return regions
 
 
-def collect(config: LearnabilityConfig, progress: bool = True) -> dict[str, Any]:
-    """Every rule on every region under every draw: one record per (family, bank, draw, rule)."""
+Job = tuple[str, int, int, str]  # (region key, bank, draw, rule)
+
+
+def job_of(record: Mapping[str, Any]) -> Job:
+    return (record["family"], int(record["bank"]), int(record["draw"]), record["rule"])
+
+
+def study_jobs(regions: Sequence[Sequence[Any]], config: LearnabilityConfig) -> list[Job]:
+    """Every (region, bank, draw, rule) of the study, in the order they run (region by region)."""
+    return [(f, int(b), d, r) for f, b in regions for d in range(config.draws) for r in config.rules]
+
+
+def run_job(env: Any, config: LearnabilityConfig, job: Job) -> dict[str, Any]:
+    """One commit of one rule on one region under one draw, as a record: the commit reward ``info["return"]``,
+    its parts, and every episode's ``[family, variation, in_family, before, after]`` (what a fold's reward is
+    recomputed from: :mod:`dreamer_gym.studies.folds`)."""
+    family, bank, draw, rule = job
+    start = time.perf_counter()
+    info = run_episode(env, make_rule(rule), seed=config.reset_seed(draw, bank),
+                       options={"region": family, "bank": bank})  # a family pool's key is its family
+    parts = info["reward_components"]
+    return {"kind": "record", "family": family, "bank": bank, "draw": draw, "rule": rule, "reward": info["return"],
+            "score_delta": parts["score_delta"], "size": parts["size"],
+            "in_family": info["score_delta_parts"]["in_family"], "tokens": info["size_after"]["tokens"],
+            "seconds": round(time.perf_counter() - start, 3),
+            "episodes": [[e["family"], e["variation"], e["in_family"], e["before"], e["after"]]
+                         for e in info["episodes"]]}
+
+
+def env_setting(env: Any, config: LearnabilityConfig, comparable: bool) -> dict[str, Any]:
+    cfg, pool = env.unwrapped.config, env.unwrapped.pool
+    return {"env_id": config.env_id, "comparable": comparable, "split": cfg.split, "pool_hash": pool.hash,
+            "banks": len(pool.banks), "eval_in_family": int(cfg.eval_in_family),
+            "eval_other": int(cfg.eval_other), "size_coef": float(cfg.size_coef)}
+
+
+def collect(config: LearnabilityConfig, progress: bool = True, out_dir: str | Path | None = None,
+            max_jobs: int | None = None) -> dict[str, Any]:
+    """Every rule on every region under every draw: one record per (region, bank, draw, rule) (:func:`run_job`).
+
+    With ``out_dir``, each record is appended to ``out_dir/records.jsonl`` the moment it is done, and each
+    region's features once (:mod:`dreamer_gym.studies.record_log`): a rerun of the same config runs only the jobs
+    not there yet, one of another config is refused naming the fields that differ. ``max_jobs`` stops after that
+    many new jobs (the rest for a later run). Returns :func:`assemble`'s data (``progress`` says how much is in)."""
     from tqdm.auto import tqdm
 
+    path = Path(out_dir) / LOG_NAME if out_dir is not None else None
+    log = RecordLog.read(path) if path is not None else None
+    if log is not None:
+        log.check(config.record_fields())  # before the simulator starts
+    done = {job_of(r): r for r in (log.of_kind("record") if log else [])}
+    features = {(r["family"], int(r["bank"])): r for r in (log.of_kind("region") if log else [])}
+    header = dict(log.header) if log is not None else None
+    if header is not None:
+        todo = [j for j in study_jobs(header["regions"], config) if j not in done]
+        if not todo or max_jobs == 0:
+            return assemble(header, done, features, config)
     env, comparable = make_study_env(config.env_id, config.workers, dict(config.env_kwargs))
     try:
-        pool = env.unwrapped.pool
-        regions = study_regions(pool, config)
-        jobs = [(f, b, d, r) for f, b in regions for d in range(config.draws) for r in config.rules]
-        records, features = [], {}
-        for family, bank, draw, rule in tqdm(jobs, desc="learnability", disable=not progress):
-            options = {"region": family, "bank": bank}  # a family pool's key is its family
-            info = run_episode(env, make_rule(rule), seed=config.reset_seed(draw, bank), options=options)
-            if (family, bank) not in features:
-                features[(family, bank)] = region_features(env.reset(seed=0, options=options)[1]["region"])
-            records.append({"family": family, "bank": bank, "draw": draw, "rule": rule, "reward": info["return"],
-                            "in_family": info["score_delta_parts"]["in_family"],
-                            "size": info["reward_components"]["size"], "tokens": info["size_after"]["tokens"],
-                            "episodes": [[e["family"], e["variation"], e["in_family"]] for e in info["episodes"]]})
-        cfg = env.unwrapped.config
-        setting = {"env_id": config.env_id, "comparable": comparable, "split": cfg.split, "pool_hash": pool.hash,
-                   "banks": len(pool.banks), "eval_in_family": int(cfg.eval_in_family),
-                   "eval_other": int(cfg.eval_other), "size_coef": float(cfg.size_coef)}
-        return {"records": records, "setting": setting,
-                "regions": [{"family": f, "bank": b, **features[(f, b)]} for f, b in regions]}
+        regions = [[f, b] for f, b in study_regions(env.unwrapped.pool, config)]
+        setting = env_setting(env, config, comparable)
+        if header is not None and (header["regions"], header["setting"]) != (regions, setting):
+            said = "regions" if header["regions"] != regions else f"setting {header['setting']} -> {setting}"
+            raise ConfigError(f"{path} was written for other {said} under the same config (the pool or the env "
+                              "changed since): pass another output folder to start anew")
+        header = {"config": config.record_fields(), "setting": setting, "regions": regions}
+        todo = [j for j in study_jobs(regions, config) if j not in done][:max_jobs]
+        with open_log(path, header) if path is not None else nullcontext(None) as writer:
+            for job in tqdm(todo, desc="learnability", disable=not progress):
+                done[job] = record = run_job(env, config, job)
+                key = (job[0], job[1])
+                if key not in features:
+                    region = env.reset(seed=0, options={"region": key[0], "bank": key[1]})[1]["region"]
+                    features[key] = {"kind": "region", "family": key[0], "bank": key[1], **region_features(region)}
+                    if writer is not None:
+                        writer.append(features[key])
+                if writer is not None:
+                    writer.append(record)
     finally:
         env.close()
+    return assemble(header, done, features, config)
+
+
+def assemble(header: Mapping[str, Any], records: Mapping[Job, Mapping[str, Any]],
+             features: Mapping[tuple[str, int], Mapping[str, Any]], config: LearnabilityConfig) -> dict[str, Any]:
+    """The study's data from what is done: ``records`` in job order, ``regions`` (with their features) the
+    regions whose every job is done, and ``progress`` (records done of all jobs, regions complete of all)."""
+    strip = ("kind",)
+    jobs = study_jobs(header["regions"], config)
+    complete = [(f, int(b)) for f, b in header["regions"]
+                if (f, int(b)) in features and all(j in records for j in study_jobs([(f, b)], config))]
+    kept = set(complete)
+    return {"setting": header["setting"],
+            "records": [{k: v for k, v in records[j].items() if k not in strip} for j in jobs
+                        if j in records and (j[0], j[1]) in kept],
+            "regions": [{k: v for k, v in features[key].items() if k not in strip} for key in complete],
+            "progress": {"records": sum(j in records for j in jobs), "jobs": len(jobs), "regions": len(complete),
+                         "of_regions": len(header["regions"]), "complete": len(complete) == len(header["regions"])}}
 
 
 def score_table(records: Sequence[Mapping[str, Any]], regions: Sequence[tuple[str, int]],
@@ -289,35 +381,102 @@ def describe_rules(scores: np.ndarray, rules: Sequence[str], strata: Sequence[st
             "runner_up_gap": float(np.mean(ranked[:, -1] - ranked[:, -2]))}
 
 
+EPISODE_FIELDS: tuple[str, ...] = ("family", "variation", "in_family", "before", "after")  # a record's episode
+
+
+def variation_folds(records: Sequence[Mapping[str, Any]], regions: Sequence[tuple[str, int]], rules: Sequence[str],
+                    draws: int, seed: int) -> tuple[np.ndarray, dict[str, Any]]:
+    """``(regions, rules, 2)`` table of fold rewards: each region's episodes (those of every draw) split into 2
+    disjoint halves by variation (:func:`~dreamer_gym.studies.folds.fold_map`: per family, the variations in a
+    seeded order dealt round-robin; one split per region, the same for every rule), and a fold's reward the id's
+    formula on the fold's episodes of every draw (:func:`~dreamer_gym.studies.folds.episode_reward`), plus the
+    record's region-level terms (invalid-call penalties) as they are. Each record's episodes must reproduce its
+    commit reward (``score_delta + size``), which :func:`~dreamer_gym.studies.folds.fold_rewards` checks.
+
+    Also returns what the split holds: the mean number of episodes and of distinct variations per fold."""
+    index = {job_of(r): r for r in records}
+    table, episodes, variations = np.zeros((len(regions), len(rules), 2)), np.zeros(2), np.zeros(2)
+    for i, (family, bank) in enumerate(regions):
+        recs = {(rule, d): index[(family, bank, d, rule)] for rule in rules for d in range(draws)}
+        if any(len(e) < len(EPISODE_FIELDS) for r in recs.values() for e in r["episodes"]):
+            raise ConfigError(f"region {bank}/{family}: its records lack the episodes' scores (a study written before "
+                              "they were recorded); `fold_by` variation needs them: rerun the study")
+        folds = fold_map([(e[0], int(e[1])) for r in recs.values() for e in r["episodes"]], 2, seed, carry=True)
+        for j, rule in enumerate(rules):
+            pooled, sizes, terms = [], [], []
+            for d in range(draws):
+                r = recs[(rule, d)]
+                eps = [dict(zip(EPISODE_FIELDS, e)) for e in r["episodes"]]
+                commit = r["score_delta"] + r["size"]
+                fold_rewards({**r, "episodes": eps, "reward": commit, "reward_components": {"size": r["size"]}},
+                             folds, 2)  # the id's formula reproduces the commit reward
+                pooled += eps
+                sizes.append(r["size"])
+                terms.append(r["reward"] - commit)
+            table[i, j] = [episode_reward([e for e in pooled if folds[(e["family"], int(e["variation"]))] == k],
+                                          float(np.mean(sizes))) + float(np.mean(terms)) for k in range(2)]
+        if np.isnan(table[i]).any():
+            raise ConfigError(f"region {bank}/{family}: its episodes hold a single variation, so one fold is empty; "
+                              "`fold_by` variation needs more episodes a commit (eval_in_family) or more draws")
+        counts = [sum(folds[(e[0], int(e[1]))] == k for d in range(draws) for e in recs[(rules[0], d)]["episodes"])
+                  for k in range(2)]
+        episodes += np.array(counts) / len(regions)
+        variations += np.bincount(list(folds.values()), minlength=2) / len(regions)
+    return table, {"episodes_per_fold": episodes.tolist(), "variations_per_fold": variations.tolist()}
+
+
+def draw_noise(records: Sequence[Mapping[str, Any]], regions: Sequence[tuple[str, int]], rules: Sequence[str],
+               draws: int) -> dict[str, Any]:
+    """How far two draws are from independent: the mean |draw 0 - draw 1| of one rule on one region, and the share
+    of draw 0's in-family episodes also in draw 1 (None with one draw)."""
+    if draws < 2:
+        return {"draw_noise": None, "draw_overlap": None}
+    scores = score_table(records, regions, rules, draws)
+    episodes = {(r["family"], r["bank"], r["draw"]): [tuple(e[:2]) for e in r["episodes"]
+                                                        if (e[2] if len(e) > 2 else e[0] == r["family"])]
+                for r in records if r["rule"] == rules[0]}
+    overlap = [len(set(episodes[(f, b, 0)]) & set(episodes[(f, b, 1)])) / max(len(episodes[(f, b, 0)]), 1)
+               for f, b in regions]
+    return {"draw_noise": float(np.mean(np.abs(scores[:, :, 0] - scores[:, :, 1]))),
+            "draw_overlap": float(np.mean(overlap))}
+
+
 def summarise(data: Mapping[str, Any], config: LearnabilityConfig) -> dict[str, Any]:
-    regions = [(r["family"], r["bank"]) for r in data["regions"]]
+    """The cross-fitted tables of a study's data (:func:`collect` or a log): on the draws, or with ``fold_by``
+    variation on disjoint halves of each region's variations (:func:`variation_folds`). Data with regions not yet
+    complete is summarised on the complete ones and labelled partial (``progress``)."""
+    regions = [(r["family"], int(r["bank"])) for r in data["regions"]]
+    if len(regions) < 2:
+        raise ConfigError(f"{len(regions)} region(s) of the study have every job done; the tables need at least 2 "
+                          "(resume the study first)")
     rules = list(config.rules)
-    scores = score_table(data["records"], regions, rules, config.draws)
+    folds: dict[str, Any] = {"by": config.fold_by}
+    if config.fold_by == "variation":
+        scores, split = variation_folds(data["records"], regions, rules, config.draws, config.seed)
+        folds.update(split)
+    else:
+        scores = score_table(data["records"], regions, rules, config.draws)
     fit = crossfit(scores)
     # the bootstrap's strata: a family pool's regions by family; a window pool's by bank (keys repeat across banks)
     windows = any(parse_window(f) is not None for f, _ in regions)
     strata = [f if parse_window(f) is None else f"bank {b}" for f, b in regions]
     lo, hi = bootstrap_gap(scores, strata, config.bootstrap_resamples, config.seed)
     table = describe_rules(scores, rules, strata)
-    best = _argmax(scores.mean(axis=2))  # per region, on every draw: the share table's label
+    best = _argmax(scores.mean(axis=2))  # per region, on every fold: the share table's label
     x = np.array([[r[f] for f in FEATURES] for r in data["regions"]], dtype=float)
-    noise = float(np.mean(np.abs(scores[:, :, 0] - scores[:, :, 1])))
-    episodes = {(r["family"], r["bank"], r["draw"]): [tuple(e[:2]) for e in r["episodes"]
-                                                        if (e[2] if len(e) > 2 else e[0] == r["family"])]
-                for r in data["records"] if r["rule"] == rules[0]}
-    overlap = float(np.mean([len(set(episodes[(f, b, 0)]) & set(episodes[(f, b, 1)])) / max(len(episodes[(f, b, 0)]), 1)
-                             for f, b in regions]))
+    noise = draw_noise(data["records"], regions, rules, config.draws)
+    progress = data.get("progress") or {"complete": True}
     return {
         "setting": data["setting"], "regions": len(regions), "families": list(dict.fromkeys(strata)), "rules": rules,
-        "draws": config.draws, "best_constant": rules[fit["constant_per_fold"][0]],
+        "draws": config.draws, "folds": folds, "progress": progress, "best_constant": rules[fit["constant_per_fold"][0]],
         "constant_per_fold": [rules[c] for c in fit["constant_per_fold"]],
         "constant": fit["constant_mean"], "choice": fit["choice_mean"], "gap": fit["gap_mean"], "gap_ci95": [lo, hi],
         "gap_ci_excludes_0": bool(lo > 0 or hi < 0),
         "agreement": {"constant": fit["agreement_constant"], "choice": fit["agreement_choice"]},
         "hindsight": {"constant": fit["hindsight_constant"], "choice": fit["hindsight_choice"],
                       "gap": fit["hindsight_gap"]},
-        "draw_noise": noise, "draw_overlap": overlap, **table,
-        "feature_policies": feature_policies(scores, x, FEATURES, rules),  # cross-fitted on the same draws
+        **noise, **table,
+        "feature_policies": feature_policies(scores, x, FEATURES, rules),  # cross-fitted on the same folds
         # the fixed reference rows chosen on other draws; a window pool's regions have no one family to switch on
         **referee(scores, rules, None if windows else [f for f, _ in regions], strata, config.bootstrap_resamples,
                   config.seed),
@@ -328,30 +487,49 @@ def summarise(data: Mapping[str, Any], config: LearnabilityConfig) -> dict[str, 
     }
 
 
+def noise_markdown(summary: Mapping[str, Any]) -> str:
+    """The sentences on how the folds were cut and how noisy one commit is."""
+    folds = summary.get("folds") or {"by": "draw"}
+    unit = "draws" if folds["by"] == "draw" else "folds"
+    text = ""
+    if summary.get("draw_noise") is not None:
+        text = (f"Mean |draw 0 - draw 1| of one rule on one region: {summary['draw_noise']:.4f}; in-family episodes "
+                f"of draw 0 also in draw 1: {summary['draw_overlap']:.2f}. ")
+    if folds["by"] == "variation":
+        eps, var = folds["episodes_per_fold"], folds["variations_per_fold"]
+        text += (f"Cross-fitted on 2 disjoint halves of each region's variations (episodes per fold: {eps[0]:.1f} "
+                 f"and {eps[1]:.1f}; variations {var[0]:.1f} and {var[1]:.1f}; none shared). ")
+    return (text + f"One commit's noise (SD between {unit}): {summary.get('commit_sd', float('nan')):.4f}, against a "
+            f"mean gap of {summary.get('runner_up_gap', float('nan')):.4f} between a region's best rule and its "
+            f"runner-up. Agreement with the held-out {unit[:-1]}'s best rule: constant "
+            f"{summary['agreement']['constant']:.2f}, choice {summary['agreement']['choice']:.2f}.")
+
+
 def to_markdown(summary: Mapping[str, Any]) -> str:
     s = summary["setting"]
     lo, hi = summary["gap_ci95"]
     windows = any(str(f).startswith("bank ") for f in summary["families"])
     strata = f"{len(summary['families'])} {'banks of time windows' if windows else 'families'}"
+    progress = summary.get("progress") or {"complete": True}
+    partial = [] if progress["complete"] else [
+        f"**Partial**: {progress['regions']} of {progress['of_regions']} regions complete ({progress['records']} of "
+        f"{progress['jobs']} commits done); the tables read the complete regions only.", ""]
+    by_variation = (summary.get("folds") or {}).get("by") == "variation"
     lines = [
+        *partial,
         f"Env `{s['env_id']}` ({'the registered id as it runs' if s['comparable'] else '**not comparable**'}; pool "
-        f"`{s['pool_hash']}`), {s['split'].upper()} split; {summary['regions']} regions ({strata}); {len(summary['rules'])} rules x {summary['draws']} episode draws; {s['eval_in_family']} "
-        f"in-family + {s['eval_other']} other-family episodes per commit; unit: the commit reward.", "",
-        "| | reward (cross-fitted) | in hindsight (same draws) |", "|---|---|---|",
+        f"`{s['pool_hash']}`), {s['split'].upper()} split; {summary['regions']} regions ({strata}); "
+        f"{len(summary['rules'])} rules x {summary['draws']} episode draw{'s' if summary['draws'] > 1 else ''}; "
+        f"{s['eval_in_family']} in-family + {s['eval_other']} other-family episodes per commit; unit: the commit "
+        f"reward{', cross-fitted on disjoint halves of the variations' if by_variation else ''}.", "",
+        f"| | reward (cross-fitted) | in hindsight (same {'episodes' if by_variation else 'draws'}) |", "|---|---|---|",
         f"| best constant (`{summary['best_constant']}`) | {summary['constant']:+.4f} | "
         f"{summary['hindsight']['constant']:+.4f} |",
         f"| best per-region choice | {summary['choice']:+.4f} | {summary['hindsight']['choice']:+.4f} |",
         f"| **gap** (choice - constant) | **{summary['gap']:+.4f}** [{lo:+.4f}, {hi:+.4f}] | "
         f"{summary['hindsight']['gap']:+.4f} |", "",
         f"95% CI: regions resampled within {'banks' if windows else 'families'}, both selections redone "
-        f"({'excludes' if summary['gap_ci_excludes_0'] else 'includes'} 0). "
-        f"Mean |draw 0 - draw 1| of one rule on one region: {summary['draw_noise']:.4f}; in-family episodes of draw 0 "
-        f"also in draw 1: {summary['draw_overlap']:.2f}. One commit's noise (SD between draws): "
-        f"{summary.get('commit_sd', float('nan')):.4f}, against a mean gap of "
-        f"{summary.get('runner_up_gap', float('nan')):.4f} between a region's best rule and its runner-up. "
-        f"Agreement with the held-out "
-        f"draw's best rule: constant {summary['agreement']['constant']:.2f}, "
-        f"choice {summary['agreement']['choice']:.2f}.",
+        f"({'excludes' if summary['gap_ci_excludes_0'] else 'includes'} 0). {noise_markdown(summary)}",
         "", "| rule | mean reward | share of regions where best |", "|---|---|---|",
     ]
     for rule, row in summary["per_rule"].items():
@@ -391,16 +569,44 @@ def fixed_rows_markdown(summary: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def run(config: LearnabilityConfig, out_dir: str | Path | None = None, progress: bool = True) -> dict[str, Any]:
-    """Collect and summarise; with ``out_dir``, write ``learnability.json`` (config, summary, records) and
-    ``learnability.md`` there."""
-    data = collect(config, progress=progress)
+def run(config: LearnabilityConfig, out_dir: str | Path | None = None, progress: bool = True,
+        max_jobs: int | None = None) -> dict[str, Any]:
+    """Collect and summarise. With ``out_dir``, the records go to ``out_dir/records.jsonl`` as they finish (a rerun
+    resumes: :func:`collect`) and, once every job is done, ``learnability.json`` (config, summary, regions,
+    records) and ``learnability.md`` are written from them. ``max_jobs`` stops after that many new jobs; a study
+    not yet complete returns only ``{"progress": ...}`` and writes no tables (:func:`summarise_log` does)."""
+    data = collect(config, progress=progress, out_dir=out_dir, max_jobs=max_jobs)
+    if not data["progress"]["complete"]:
+        return {"progress": data["progress"]}
     summary = summarise(data, config)
     if out_dir is not None:
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "learnability.json").write_text(json.dumps(
-            {"config": asdict(config), "summary": summary, "regions": data["regions"], "records": data["records"]},
-            indent=1))
-        (out / "learnability.md").write_text(to_markdown(summary))
+        write_tables(Path(out_dir), config, summary, data)
     return summary
+
+
+def summarise_log(out_dir: str | Path, config: LearnabilityConfig, given: Sequence[str] = ()) -> dict[str, Any]:
+    """The tables from what ``out_dir``'s log holds, running nothing (``--summarise-only``): partial, and labelled
+    so, where regions are missing. The study is the log's (its record fields); ``config`` gives the rest
+    (``fold_by``, ``bootstrap_resamples``). ``given``: record fields the caller set on purpose, refused where they
+    differ from the log's."""
+    out = Path(out_dir)
+    log = RecordLog.read(out / LOG_NAME)
+    if log is None:
+        raise ConfigError(f"{out / LOG_NAME}: no study log there; run the study with this output folder first")
+    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in log.header["config"].items()}
+    log.check({**fields, **{k: v for k, v in config.record_fields().items() if k in given}})
+    config = replace(config, **fields)
+    features = {(r["family"], int(r["bank"])): r for r in log.of_kind("region")}
+    data = assemble(log.header, {job_of(r): r for r in log.of_kind("record")}, features, config)
+    summary = summarise(data, config)
+    write_tables(out, config, summary, data)
+    return summary
+
+
+def write_tables(out: Path, config: LearnabilityConfig, summary: Mapping[str, Any], data: Mapping[str, Any]) -> None:
+    """``learnability.json`` (config, summary, regions, records) and ``learnability.md``."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "learnability.json").write_text(json.dumps(
+        {"config": asdict(config), "summary": summary, "regions": data["regions"], "records": data["records"]},
+        indent=1))
+    (out / "learnability.md").write_text(to_markdown(summary))

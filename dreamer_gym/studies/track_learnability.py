@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import re
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -57,6 +56,7 @@ from dreamer_gym.studies.learnability import (
     region_features,
 )
 from dreamer_gym.studies.fixed_referee import PairedReferee, constant_selection, referee, switch_selection
+from dreamer_gym.studies.folds import fold_map, fold_rewards  # noqa: F401  (fold_map: part of this module's API)
 
 # the rows that are whole-region rules: deterministic, no learning (random and blind are not rules of the region);
 # the context and synthesize rules of tool contract 2 where a protocol-4 track has their rows
@@ -80,43 +80,6 @@ class TrackLearnabilityConfig:
             raise ConfigError(f"Expected `folds` (--draws) >= 2 (one fold chooses, another scores), got {self.folds}")
         if self.bootstrap_resamples < 1:
             raise ConfigError(f"Expected `bootstrap_resamples` >= 1, got {self.bootstrap_resamples}")
-
-
-def fold_map(episodes: Sequence[tuple[str, int]], folds: int, seed: int) -> dict[tuple[str, int], int]:
-    """(family, variation) -> fold: each family's variations in a seeded order, dealt round-robin, so every fold
-    holds about the same share of every family's variations (stratified) and no variation is in two folds."""
-    by_family: dict[str, set[int]] = {}
-    for family, variation in episodes:
-        by_family.setdefault(family, set()).add(int(variation))
-    out = {}
-    for family, variations in sorted(by_family.items()):
-        order = np.random.default_rng([seed, zlib.crc32(family.encode())]).permutation(sorted(variations))
-        out.update({(family, int(v)): i % folds for i, v in enumerate(order)})
-    return out
-
-
-def fold_rewards(record: Mapping[str, Any], folds: Mapping[tuple[str, int], int], n_folds: int,
-                 region_terms: bool = False) -> np.ndarray:
-    """The region's reward on each fold's episodes (the track's formula: in-family deltas, other-family losses
-    only, over the fold's episode count, plus the size term); checks that all episodes give the record's reward.
-    With ``region_terms`` (a contender's row, which may carry a term the formula does not know, such as an
-    archived protocol's penalty), a difference is instead a region-level term added to every fold, like size."""
-    size = float(record["reward_components"]["size"])
-
-    def reward(eps: Sequence[Mapping[str, Any]]) -> float:
-        if not eps:
-            return float("nan")
-        deltas = [(e["after"] - e["before"], e["in_family"]) for e in eps]
-        return sum(d if own else min(0.0, d) for d, own in deltas) / (100.0 * len(eps)) + size
-
-    eps = record["episodes"]
-    whole = reward(eps)
-    offset = float(record["reward"]) - whole if region_terms else 0.0
-    if abs(whole + offset - float(record["reward"])) > 1e-9:
-        raise ValueError(f"region {record['bank_index']}/{record['family']}: its episodes give reward {whole:+.6f}, "
-                         f"the record says {record['reward']:+.6f} (a results file of another reward formula?)")
-    return np.array([reward([e for e in eps if folds[(e["family"], int(e["variation"]))] == k]) + offset
-                     for k in range(n_folds)])
 
 
 def play_signature(record: Mapping[str, Any]) -> tuple[Any, ...]:
