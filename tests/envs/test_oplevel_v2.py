@@ -31,7 +31,9 @@ from helpers import make_env
 
 pytestmark = pytest.mark.jvm
 WINDOWS = "MemoryConsolidation-ScienceWorldWindows-v1"
-UNCOVERED, COVERED = 3, 0  # reset seeds of the small config: window:0-3 (no older entry) and window:16-19 (covered)
+# bank 0's first window (nothing is older: every task is new) and its last (its tasks met before)
+UNCOVERED = {"bank": 0, "region": "window:0-3"}
+COVERED = {"bank": 0, "region": "window:22-25"}
 
 
 @pytest.fixture(scope="module")
@@ -51,37 +53,56 @@ def test_v2_observation_carries_the_bank_context_and_masks_synthesize_to_own_lin
     assert env.features == ENTRY_FEATURES_V2 and env.op_list == OPS_V2
     assert env.observation_space.shape == (50, len(ENTRY_FEATURES_V2)) and tuple(env.action_space.nvec) == (5,) * 50
     covered = ENTRY_FEATURES_V2.index("task_covered")
-    rows = {}
-    for seed in (UNCOVERED, COVERED):
-        obs, info = env.reset(seed=seed)
+    rows = []
+    for options in (UNCOVERED, COVERED):
+        obs, info = env.reset(seed=0, options=options)
         n, mask = info["n_entries"], info["action_mask"]
         assert obs.shape == env.observation_space.shape and mask.shape == (50, 5)
         own = {c["task"] for c in info["bank_context"]}
         allowed = {e["family"] for i, e in enumerate(info["region"]) if mask[i, SYNTHESIZE]}
         assert allowed and allowed <= own and not mask[n:, SYNTHESIZE].any()
-        rows[seed] = obs[:n, covered]
-    assert not rows[UNCOVERED].any() and rows[COVERED].all()  # window:0-3 is new to the bank, 16-19 is not
+        tasks = {c["task"]: c["covered"] for c in info["bank_context"]}
+        assert obs[:n, covered].tolist() == [float(tasks.get(e["family"], True)) for e in info["region"]]
+        rows.append(obs[:n, covered])
+    assert not rows[0].any() and rows[1].any()  # the first window is new to the bank, the last is not
+
+
+def _window_with_a_new_candidate(env: OpLevelWrapper) -> dict[str, object]:
+    """A window of bank 0 where the env's ``synthesize`` writes a procedure no region entry holds (where a task
+    had one successful run, the candidate is that run's verbatim procedure, and the op keeps it): asked of the
+    tool itself, no commit."""
+    base = env.unwrapped
+    for key in base.pool.region_keys(0):
+        _, info = base.reset(seed=0, options={"bank": 0, "region": key})
+        for c in info["bank_context"]:
+            obs, *_ = base.step(json.dumps({"tool": "synthesize", "task": c["task"], "kind": "procedure"}))
+            if obs["result"].startswith("{") and "emit" in json.loads(obs["result"]):
+                return {"bank": 0, "region": key}
+    raise AssertionError("no window of bank 0 has a task whose successful runs synthesize a new procedure")
 
 
 def test_synthesize_on_every_procedure_commits_entries_citing_whole_trajectories(env: OpLevelWrapper) -> None:
-    _, info = env.reset(seed=UNCOVERED)
+    _, info = env.reset(seed=0, options=_window_with_a_new_candidate(env))
     mask, region = info["action_mask"], info["region"]
     action = np.zeros(50, dtype=np.int64)
     for i, entry in enumerate(region):
         action[i] = SYNTHESIZE if entry["kind"] == "procedure" and mask[i, SYNTHESIZE] else KEEP
     _, reward, terminated, _, out = env.step(action)
     assert terminated and np.isfinite(reward) and out["invalid_ops"] == 0 and out["invalid_calls"] == 0
-    played = out["ops_played"]  # a task whose runs share no procedure keeps its entries (use-thermometer here)
+    played = out["ops_played"]  # a task whose runs share no procedure keeps its entries
     assert 0 < played["synthesize"] <= int((action == SYNTHESIZE).sum()) and sum(played.values()) == len(region)
     ids = {e["id"] for e in region}
     new = [e for e in out["emitted"] if e["id"] not in ids]
     assert new and all(e["kind"] == "procedure" and e["provenance"] for e in new)
     assert all(p["start"] == 0 for e in new for p in e["provenance"])  # whole trajectories, as synthesize cites
+    tasks = {e["family"] for e, op in zip(region, action) if op == SYNTHESIZE}
+    procedures = [e for e in out["emitted"] if e["kind"] == "procedure" and e["family"] in tasks]
+    assert len(procedures) <= len(tasks) + played.get("keep", 0)  # one per task, or the kept entries of a task
 
 
 def test_a_v2_checkpoint_records_both_lists_reloads_and_refuses_the_other_contract(env: OpLevelWrapper,
                                                                                  tmp_path: Path) -> None:
-    config = OpLevelConfig(env_id=WINDOWS, steps=1, regions_per_step=1, group_size=2, region_seeds=(UNCOVERED,),
+    config = OpLevelConfig(env_id=WINDOWS, steps=1, regions_per_step=1, group_size=2, region_seeds=(0,),
                            output_dir=str(tmp_path / "v2"), seed=1)
     trainer = OpLevelTrainer(config, env=env)
     (record,) = trainer.train(progress=False)
@@ -90,7 +111,7 @@ def test_a_v2_checkpoint_records_both_lists_reloads_and_refuses_the_other_contra
     assert state["features"] == list(ENTRY_FEATURES_V2) and state["ops"] == list(OPS_V2)
     policy, _ = load_policy(tmp_path / "v2" / "checkpoint-1")
     assert policy.features == ENTRY_FEATURES_V2 and policy.op_list == OPS_V2
-    _, info = env.reset(seed=UNCOVERED)
+    _, info = env.reset(seed=0, options=UNCOVERED)
     consolidator = make_consolidator(f"oplevel:{tmp_path / 'v2' / 'checkpoint-1'}")
     ops = consolidator.ops(info)
     assert len(ops) == info["n_entries"] and all(info["action_mask"][i, op] for i, op in enumerate(ops))
@@ -105,11 +126,12 @@ def test_a_v2_checkpoint_records_both_lists_reloads_and_refuses_the_other_contra
 def test_grpo_ops_listing_offers_synthesize_with_the_bank_context_and_plays_it_through_the_env(
         env: OpLevelWrapper) -> None:
     base = env.unwrapped
-    _, info = base.reset(seed=COVERED)
+    _, info = base.reset(seed=0, options=COVERED)
     region, context, cfg = info["region"], info["bank_context"], base.config
     message = first_user_message(info["family"], region, 6, grammar="ops", context=context)
     assert "Bank context" in message and "| tasks: " in message
-    assert all(f"task {c['task']}: covered, " in message for c in context)
+    assert all(f"task {c['task']}: {'covered, ' if c['covered'] else 'new (no older entry)'}" in message
+               for c in context) and any(c["covered"] for c in context)
     assert "synthesize G - " in system_prompt("ops", info["family"], synthesize=True)
     assert first_user_message(info["family"], region, 6, grammar="ops") not in ("", message)  # contract 1: no context
     state = CommandState.for_region(region, "ops", cfg.max_entry_tokens, cfg.max_emitted, context)
