@@ -36,6 +36,29 @@ ENV_IDS: list[str] = sorted(
 )
 
 
+# --- pytest-xdist: `make test` runs `-n 2 --dist loadfile` (docs/performance.md, "CI time (issue 40)") --------
+# Modules that share a session-scoped engine run on one worker, one after the other: the LLM tests' HeavyEngines
+# registry (tests/llm/conftest.py) keeps one vLLM engine or server alive per process, and two vLLM starts at once
+# would cost ~60 s of both cores each. (xdist_group marks cannot do this here: pytest 9.2 ignores the node ids
+# pytest-xdist 3.8's `--dist loadgroup` rewrites, so every test became its own unit.)
+XDIST_SHARED_WORKER: dict[str, str] = {"tests/llm/": "llm-engines", "tests/test_verifiers_env.py": "llm-engines"}
+
+
+@pytest.hookimpl(optionalhook=True)  # a known hook only where pytest-xdist is installed
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``--dist loadfile``, with the modules of :data:`XDIST_SHARED_WORKER` gathered into one unit each."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedEngineFileScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return next((unit for prefix, unit in XDIST_SHARED_WORKER.items() if path.startswith(prefix)), path)
+
+    return SharedEngineFileScheduling(config, log)
+
+
 # --- fixtures ----------------------------------------------------------------------------------------------
 @pytest.fixture(autouse=True)
 def _sigint_left_as_found(request: pytest.FixtureRequest) -> Iterator[None]:
