@@ -9,14 +9,6 @@ import numpy as np
 import pytest
 
 from dreamer_gym.errors import ConfigError
-from dreamer_gym.studies.learnability import (
-    LearnabilityConfig,
-    bootstrap_gap,
-    crossfit,
-    feature_policies,
-    fit_tree,
-    predict_tree,
-)
 from dreamer_gym.studies.fixed_referee import (
     PairedReferee,
     best_fixed_other_fold,
@@ -24,6 +16,14 @@ from dreamer_gym.studies.fixed_referee import (
     describe_switch,
     family_switch,
     referee,
+)
+from dreamer_gym.studies.learnability import (
+    LearnabilityConfig,
+    bootstrap_gap,
+    crossfit,
+    feature_policies,
+    fit_tree,
+    predict_tree,
 )
 
 FAMILIES = [f"family-{i % 4}" for i in range(40)]  # 40 regions, 4 families of 10

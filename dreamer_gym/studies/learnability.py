@@ -468,7 +468,8 @@ def summarise(data: Mapping[str, Any], config: LearnabilityConfig) -> dict[str, 
     progress = data.get("progress") or {"complete": True}
     return {
         "setting": data["setting"], "regions": len(regions), "families": list(dict.fromkeys(strata)), "rules": rules,
-        "draws": config.draws, "folds": folds, "progress": progress, "best_constant": rules[fit["constant_per_fold"][0]],
+        "draws": config.draws, "folds": folds, "progress": progress,
+        "best_constant": rules[fit["constant_per_fold"][0]],
         "constant_per_fold": [rules[c] for c in fit["constant_per_fold"]],
         "constant": fit["constant_mean"], "choice": fit["choice_mean"], "gap": fit["gap_mean"], "gap_ci95": [lo, hi],
         "gap_ci_excludes_0": bool(lo > 0 or hi < 0),

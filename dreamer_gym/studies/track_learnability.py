@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,8 @@ import numpy as np
 from dreamer_gym.consolidators.context_rules import CONTEXT_RULES
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.stats import iqm_difference, mean_difference, paired_difference
+from dreamer_gym.studies.fixed_referee import PairedReferee, constant_selection, referee, switch_selection
+from dreamer_gym.studies.folds import fold_map, fold_rewards  # noqa: F401  (fold_map: part of this module's API)
 from dreamer_gym.studies.learnability import (
     FEATURES,
     _argmax,
@@ -55,8 +57,6 @@ from dreamer_gym.studies.learnability import (
     fixed_rows_markdown,
     region_features,
 )
-from dreamer_gym.studies.fixed_referee import PairedReferee, constant_selection, referee, switch_selection
-from dreamer_gym.studies.folds import fold_map, fold_rewards  # noqa: F401  (fold_map: part of this module's API)
 
 # the rows that are whole-region rules: deterministic, no learning (random and blind are not rules of the region);
 # the context and synthesize rules of tool contract 2 where a protocol-4 track has their rows
