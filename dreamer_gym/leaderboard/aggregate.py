@@ -11,6 +11,14 @@ Over the (banks x families) matrix of region means: the mean and the interquarti
 CI, and the probability of improvement over the best fixed baseline with its CI. The track score's CI
 (:func:`score_ci`) resamples banks only: a region's reward mixes in-family and other-family episodes.
 
+A window track's regions (``window:A-B``, issue 40) mix families, so the anchors are per *episode family*: every
+in-family episode of family f is normalised by ``(after - empty_f) / (oracle_f - empty_f)``, with ``empty_f`` and
+``oracle_f`` the means of the ``empty`` and ``oracle`` rows over every in-family episode of f on the track (the
+same episodes), and a window's normalised score is the mean over its in-family episodes of usable families. A
+window has no family to stratify by: its cells are one stratum, rows the windows (in (bank, key) order) and columns
+the track's distinct TEST episodes (family, variation), so the bootstrap resamples windows and, crossed, the TEST
+episodes every window shares (:meth:`Normaliser.cells`).
+
 rliable itself is not a dependency: 1.2 pins ``arch < 8``, and arch 7.2 fails to import beside our pinned pandas 3
 (research/rliable_compare.py runs it in a separate environment against this module).
 """
@@ -22,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from dreamer_gym.memory.regions import parse_window
 from dreamer_gym.stats import (  # noqa: F401  (the board's names for them: research/ and tests import these)
     BOOTSTRAP_REPS,
     BOOTSTRAP_SEED,
@@ -74,9 +83,13 @@ class Normaliser:
     empty: dict[str, float]
     oracle: dict[str, float]
     flagged: tuple[str, ...] = field(default=())
+    windows: bool = False  # a window track: anchors per episode family, one stratum of windows (module docstring)
 
     @classmethod
     def from_results(cls, empty: Mapping[str, Any], oracle: Mapping[str, Any]) -> Normaliser:
+        if is_window_result(empty):
+            e, o = _episode_family_means(empty), _episode_family_means(oracle)
+            return cls(e, o, tuple(sorted(f for f in e if f in o and o[f] - e[f] < FLAT_POINTS)), windows=True)
         e, o = _family_means(region_scores(empty)), _family_means(region_scores(oracle))
         flagged = tuple(sorted(f for f in e if f in o and o[f] - e[f] < FLAT_POINTS))
         return cls(e, o, flagged)
@@ -86,7 +99,10 @@ class Normaliser:
         return tuple(sorted(f for f in self.empty if f in self.oracle and f not in self.flagged))
 
     def matrix(self, result: Mapping[str, Any]) -> tuple[np.ndarray, tuple[int, ...]]:
-        """(banks x usable families) normalised scores of ``result``; NaN where a region is missing."""
+        """(banks x usable families) normalised scores of ``result``; NaN where a region is missing. A window
+        track's: (windows x 1), and the windows' banks."""
+        if self.windows:
+            return self.cells(result).matrix(), tuple(int(r["bank_index"]) for r in _window_records(result))
         scores = region_scores(result)
         banks = tuple(sorted({b for b, _ in scores}))
         m = np.full((len(banks), len(self.families)), np.nan)
@@ -100,7 +116,10 @@ class Normaliser:
         """The row's normalised in-family episodes as the bootstrap resamples them: per usable family, a (banks x
         TEST variations) array of the mean normalised score of the episodes a bank played on a variation, and how
         many (0 where it played none). Its region means are :meth:`matrix`. An episode without a variation (an
-        old record) is its region's one cell: that family is then resampled by bank only."""
+        old record) is its region's one cell: that family is then resampled by bank only. A window track's:
+        one stratum, (windows x the track's distinct TEST episodes)."""
+        if self.windows:
+            return self._window_cells(result)
         sums: dict[tuple[str, int, int], float] = {}
         counts: dict[tuple[str, int, int], int] = {}
         for r in result["records"]:
@@ -123,14 +142,54 @@ class Normaliser:
             weights.append(w)
         return Strata(tuple(values), tuple(weights))
 
+    def _window_cells(self, result: Mapping[str, Any]) -> Strata:
+        records = _window_records(result)
+        episodes = sorted({(e["family"], int(e["variation"])) for r in records for e in r["episodes"]
+                           if e["in_family"] and e["family"] in self.families})
+        column = {ep: j for j, ep in enumerate(episodes)}
+        sums, counts = np.zeros((len(records), len(episodes))), np.zeros((len(records), len(episodes)))
+        for i, r in enumerate(records):
+            for e in r["episodes"]:
+                if e["in_family"] and e["family"] in self.families:
+                    j, f = column[(e["family"], int(e["variation"]))], e["family"]
+                    sums[i, j] += (float(e["after"]) - self.empty[f]) / (self.oracle[f] - self.empty[f])
+                    counts[i, j] += 1
+        values = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+        return Strata((values,), (counts,))
+
     def per_family(self, result: Mapping[str, Any]) -> dict[str, float | None]:
-        """Family -> normalised family mean (None for a flagged family)."""
+        """Family -> normalised family mean (None for a flagged family); on a window track, of the episodes of
+        that family."""
+        if self.windows:
+            means = _episode_family_means(result)
+            return {f: float((v - self.empty[f]) / (self.oracle[f] - self.empty[f])) if f in self.families else None
+                    for f, v in sorted(means.items())}
         means = _family_means(region_scores(result))
         out: dict[str, float | None] = {}
         for f, v in sorted(means.items()):
             usable = f in self.families
             out[f] = float((v - self.empty[f]) / (self.oracle[f] - self.empty[f])) if usable else None
         return out
+
+
+def is_window_result(result: Mapping[str, Any]) -> bool:
+    """Whether a results file's regions are time windows (``window:A-B`` keys in the records' ``family``)."""
+    return any(parse_window(r["family"]) is not None for r in result["records"])
+
+
+def _window_records(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A window track's records in (bank, key) order: every row of the track lists its windows alike."""
+    return sorted(result["records"], key=lambda r: (int(r["bank_index"]), parse_window(r["family"]) or (0, 0)))
+
+
+def _episode_family_means(result: Mapping[str, Any]) -> dict[str, float]:
+    """Family -> mean score after over every in-family episode of that family (a window track's anchors)."""
+    by: dict[str, list[float]] = {}
+    for r in result["records"]:
+        for e in r["episodes"]:
+            if e["in_family"]:
+                by.setdefault(e["family"], []).append(float(e["after"]))
+    return {f: float(np.mean(v)) for f, v in sorted(by.items())}
 
 
 def _family_means(scores: Mapping[tuple[int, str], float]) -> dict[str, float]:

@@ -95,8 +95,9 @@ def run_track(track: Track, consolidator: Consolidator, *, name: str | None = No
     try:
         env = ConsolidationEnv(**kwargs, reward_service=reward_service)
         try:
+            track.check_pool(env.pool)  # a window track: its windows are the pool's, holding its families
             for i, (bank, family) in enumerate(tqdm(track.regions(), desc=f"track {track.name}", disable=not progress)):
-                info = run_episode(env, consolidator, seed=track.seed + i, options={"bank": bank, "family": family})
+                info = run_episode(env, consolidator, seed=track.seed + i, options=track.reset_options(bank, family))
                 commits.append({"bank": bank, "family": family, "seed": track.seed + i, "emitted": info["emitted"],
                                 "tool_calls": config.max_tool_calls - int(info["tool_calls_left"]),
                                 "invalid_calls": int(info["invalid_calls"])})

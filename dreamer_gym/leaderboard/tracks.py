@@ -10,6 +10,16 @@ seeds no training pool uses), which no training id, reset or episode ever touche
 measure something the id does not, and :meth:`Track.check` refuses it. A
 :class:`TransferTrack` lists member tracks: the same consolidator, unchanged, on each.
 
+Window regions (issue 40): a pool that cuts its banks into time windows (``window:A-B``) has other windows in
+every bank (a bank's windows follow its own episode count), so ``families x banks`` names no region. A track on
+such a pool lists its regions (``regions: [[bank, "window:A-B"], ...]``, a seeded sample of the pool's windows):
+required there, forbidden on a pool cut by family, where the regions stay ``families x banks``. Its ``families``
+are the families the windows hold (the held-out check applies to them) and its ``banks`` the banks they come
+from; :meth:`Track.check_pool` checks both against the pool.
+
+A track file of the *next* protocol (a draft, kept outside the package until the protocol is shipped with every
+row re-run) loads only when asked for by name: ``load_track(path, draft=True)``.
+
 A track file is the frozen record of a protocol: a change is a new protocol, never an edit. The reward
 definition is declared once, in :class:`dreamer_gym.contract.definition.RewardDefinition`; a track does not
 declare its fields again but *records* their values (:attr:`Track.recorded`), data that :meth:`Track.check`
@@ -18,7 +28,10 @@ field the file does not record) fails that track's check, naming the field.
 """
 from __future__ import annotations
 
+import gzip
+import json
 from dataclasses import dataclass, fields
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -35,6 +48,8 @@ from dreamer_gym.registry import Registry
 # (tool contract 1), and `scienceworld` is sized by a power target: 40 held-out banks x 4 families x every TEST
 # variation (issue 30; each track file states its MDD)
 PROTOCOL_VERSION = 3
+# the key of a track file's optional explicit region list (window tracks: :attr:`Track.region_list`)
+REGIONS_KEY = "regions"
 # what a track may set differently from its training id (everything else is the id's, checked)
 TRACK_FIELDS: tuple[str, ...] = ("split", "eval_in_family", "eval_other", *BUDGET_FIELDS)
 # the reward-defining fields a track file does not record: its `env_id` names them (the suite, and by its
@@ -61,15 +76,24 @@ class Track:
     # previous protocol's rows); docs/power.md measures it on the track's own rows
     mdd: float | None
     recorded: tuple[tuple[str, Any], ...]  # (field, value) as the file records them; checked against the contract
+    # the explicit regions, (bank, region key), in the order a run visits them: the file's optional `regions`,
+    # required on a pool cut into windows and forbidden otherwise (None: families x banks)
+    region_list: tuple[tuple[int, str], ...] | None
+    # a track of protocol PROTOCOL_VERSION + 1, loaded on purpose (load_track(..., draft=True)); never ranked
+    draft: bool
 
-    def __init__(self, *, recorded: tuple[tuple[str, Any], ...] = (), **data: Any) -> None:
-        own = [f.name for f in fields(self) if f.name != "recorded"]
+    def __init__(self, *, recorded: tuple[tuple[str, Any], ...] = (), draft: bool = False, **data: Any) -> None:
+        own = [f.name for f in fields(self) if f.name not in OPTIONAL_OWN]
         missing = [name for name in own if name not in data]
         if missing:
             raise ConfigError(f"track {data.get('name')!r}: missing fields {missing}")
         for name in own:
             value = data.pop(name)
             object.__setattr__(self, name, tuple(value) if name in ("families", "banks") else value)
+        listed = data.pop(REGIONS_KEY, None)
+        listed = data.pop("region_list", listed)  # dataclasses.replace passes the attribute's name
+        object.__setattr__(self, "region_list", None if listed is None else _region_list(self.name, listed))
+        object.__setattr__(self, "draft", bool(draft))
         object.__setattr__(self, "recorded", tuple({**dict(recorded), **data}.items()))
         self.check()
 
@@ -82,8 +106,9 @@ class Track:
 
     @classmethod
     def file_fields(cls) -> tuple[str, ...]:
-        """The keys of a track file: the track's own fields and the values it records."""
-        return (*(f.name for f in fields(cls) if f.name != "recorded"), *RECORDED_FIELDS)
+        """The keys every track file holds: the track's own fields and the values it records (``regions``, the
+        one optional key, is not among them)."""
+        return (*(f.name for f in fields(cls) if f.name not in OPTIONAL_OWN), *RECORDED_FIELDS)
 
     @property
     def held_out(self) -> bool:
@@ -91,8 +116,9 @@ class Track:
 
     def data(self) -> dict[str, Any]:
         """Every field as the track file holds it (its own fields, then the recorded values)."""
-        own = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "recorded"}
-        return {**own, **dict(self.recorded)}
+        own = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in OPTIONAL_OWN}
+        listed = {} if self.region_list is None else {REGIONS_KEY: [[b, k] for b, k in self.region_list]}
+        return {**own, **listed, **dict(self.recorded)}
 
     def env_kwargs(self, **free: Any) -> dict[str, Any]:
         """The env's keyword arguments: the id's, with the track's fields; ``free`` adds where/how fast
@@ -108,17 +134,34 @@ class Track:
         return ConsolidationConfig(**self.env_kwargs(**free))
 
     def regions(self) -> list[tuple[int, str]]:
-        """Every (bank, family) region, in the order a run visits them."""
+        """Every (bank, region key) region, in the order a run visits them: the listed regions of a window
+        track, else every (bank, family)."""
+        if self.region_list is not None:
+            return list(self.region_list)
         return [(b, f) for f in self.families for b in self.banks]
+
+    @property
+    def windows(self) -> bool:
+        """Whether the track's regions are time windows (an explicit region list) rather than families."""
+        return self.region_list is not None
+
+    def reset_options(self, bank: int, key: str) -> dict[str, Any]:
+        """The env's reset options for one region: ``{"bank", "region"}`` for a window, ``{"bank", "family"}``
+        for a family region (as protocol 3 ran them)."""
+        return {"bank": bank, "region": key} if self.windows else {"bank": bank, "family": key}
+
+    def pool_name(self) -> str | None:
+        """The pool the track's regions are cut from: its own (held out) or its id's."""
+        from dreamer_gym.contract import ids
+
+        return self.pool if self.held_out else ids.REGISTERED[self.env_id].get("pool")
 
     def check(self) -> None:
         """The track measures its id's reward (on TEST, with its own episodes and budgets) and nothing else:
         it records every field of the contract's definition (bar those its id names), each at the id's value."""
         from dreamer_gym.contract import ids
 
-        if self.protocol_version != PROTOCOL_VERSION:
-            raise ConfigError(f"track {self.name!r}: protocol_version {self.protocol_version}; this package "
-                              f"scores protocol {PROTOCOL_VERSION}")
+        check_protocol(self.name, self.protocol_version, self.draft)
         self._check_recorded()
         if self.split != "test":
             raise ConfigError(f"track {self.name!r}: `split` must be 'test' (DEV is for training), got {self.split!r}")
@@ -135,6 +178,55 @@ class Track:
         if not self.families or not self.banks:
             raise ConfigError(f"track {self.name!r}: `families` and `banks` must be non-empty")
         self._check_families(id_kwargs["suite"])
+        self._check_region_list(id_kwargs.get("pool"))
+
+    def _check_region_list(self, id_pool: str | None) -> None:
+        """``regions`` is listed exactly where the pools cut windows (the track's pool cuts what its id's does),
+        and its banks are the track's ``banks``."""
+        kind = pool_region_kind(self.pool_name())
+        if self.held_out and kind is not None and kind != pool_region_kind(id_pool):
+            raise ConfigError(f"track {self.name!r}: pool {self.pool!r} cuts {kind} regions but {self.env_id}'s "
+                              f"pool {id_pool!r} cuts {pool_region_kind(id_pool)} regions; a held-out pool must cut "
+                              "the regions its id measures")
+        if kind == "window" and self.region_list is None:
+            raise ConfigError(f"track {self.name!r}: pool {self.pool_name()!r} cuts its banks into time windows, "
+                              f"whose keys differ per bank: list the regions as `{REGIONS_KEY}: [[bank, "
+                              "\"window:A-B\"], ...]`")
+        if self.region_list is None:
+            return
+        if kind != "window":
+            raise ConfigError(f"track {self.name!r}: `{REGIONS_KEY}` lists regions, but pool {self.pool_name()!r} "
+                              "is cut by family: its regions are `families` x `banks`; drop `regions`")
+        listed = sorted({b for b, _ in self.region_list})
+        if listed != sorted(self.banks):
+            raise ConfigError(f"track {self.name!r}: `banks` must be the banks `{REGIONS_KEY}` lists ({listed}), "
+                              f"got {list(self.banks)}")
+
+    def window_families(self, pool: Any) -> set[str]:
+        """The families the listed windows' own sessions played (what their evaluation episodes are drawn from);
+        a listed window the pool does not have raises ConfigError."""
+        from dreamer_gym.memory.regions import bank_at, region_task_mix
+
+        held: set[str] = set()
+        for bank, key in self.region_list or ():
+            if not 0 <= bank < len(pool.banks) or key not in pool.region_keys(bank):
+                raise ConfigError(f"track {self.name!r}: region ({bank}, {key!r}) is not a window of pool "
+                                  f"{self.pool_name()!r} (it has {len(pool.banks)} banks)")
+            old = bank_at(pool.banks[bank], key)
+            held |= set(region_task_mix(old, pool.region_scheme.select(old, key, pool.trajectories,
+                                                                       self.max_region_entries)))
+        return held
+
+    def check_pool(self, pool: Any) -> None:
+        """Against the loaded pool: every listed window is one of its bank's windows, and the families the
+        windows hold are the track's ``families`` (so the held-out check of :meth:`check` covers every episode
+        a window plays). Called by the runner before a run, and by the tests."""
+        if self.region_list is None:
+            return
+        held = self.window_families(pool)
+        if held != set(self.families):
+            raise ConfigError(f"track {self.name!r}: its windows hold families {sorted(held)}; `families` must list "
+                              f"exactly those, got {list(self.families)}")
 
     def _check_recorded(self) -> None:
         """Every field the contract defines is recorded (a definition that grew a field is a new protocol), and
@@ -172,6 +264,55 @@ class Track:
             leaked = sorted(set(self.families) & set(spec.held_out_families))
             if leaked:
                 raise ConfigError(f"track {self.name!r}: held-out families {leaked} on the training pool")
+
+
+OPTIONAL_OWN: tuple[str, ...] = ("recorded", "region_list", "draft")  # a Track's fields a track file may leave out
+
+
+def check_protocol(name: str, version: int, draft: bool = False) -> None:
+    """This package scores :data:`PROTOCOL_VERSION`; a draft (``draft=True``) is the next protocol's, loaded on
+    purpose to size or pilot a track before that protocol ships."""
+    wanted = PROTOCOL_VERSION + 1 if draft else PROTOCOL_VERSION
+    if version != wanted:
+        how = (f"a draft is protocol {PROTOCOL_VERSION + 1}" if draft else
+               f"a draft of protocol {PROTOCOL_VERSION + 1} loads with load_track(path, draft=True)")
+        raise ConfigError(f"track {name!r}: protocol_version {version}; this package scores protocol "
+                          f"{PROTOCOL_VERSION} ({how})")
+
+
+def _region_list(name: str, listed: Any) -> tuple[tuple[int, str], ...]:
+    """The file's ``regions`` as (bank, key) pairs, each a window key, none twice."""
+    from dreamer_gym.memory.regions import parse_window
+
+    out = []
+    for item in listed if isinstance(listed, (list, tuple)) else [listed]:
+        ok = isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], int) \
+            and not isinstance(item[0], bool) and isinstance(item[1], str) and parse_window(item[1]) is not None
+        if not ok:
+            raise ConfigError(f"track {name!r}: `{REGIONS_KEY}` must be a non-empty list of [bank, \"window:A-B\"] "
+                              f"pairs, got item {item!r}")
+        out.append((int(item[0]), str(item[1])))
+    if not out or len(set(out)) != len(out):
+        raise ConfigError(f"track {name!r}: `{REGIONS_KEY}` must list at least one region, none twice")
+    return tuple(out)
+
+
+@lru_cache(maxsize=32)
+def pool_region_kind(name: str | None) -> str | None:
+    """``"window"`` or ``"family"``: how pool ``name`` cuts its banks, read from its file without building it (a
+    derived pool's file is its region scheme); None where the pool is not on this machine (built on first use)."""
+    if name is None:
+        return None
+    from dreamer_gym.pool import cached_pool_path
+
+    path = Path(name)
+    for candidate in (path, Path(str(resources.files("dreamer_gym") / "data" / f"{name}.json.gz")),
+                      cached_pool_path(name)):
+        if candidate.suffix and candidate.exists():
+            with gzip.open(candidate, "rt", encoding="utf-8") as fh:
+                data = json.load(fh)
+            return str(data.get("region_scheme", {}).get("kind", "family"))
+    return None
 
 
 @dataclass(frozen=True)
@@ -253,9 +394,10 @@ def track_names() -> tuple[str, ...]:
     return TRACKS.names()
 
 
-def load_track(name_or_path: str | Path) -> Track | TransferTrack:
+def load_track(name_or_path: str | Path, *, draft: bool = False) -> Track | TransferTrack:
     """A track by name (shipped, ``scienceworld``, or registered: :data:`TRACKS`) or a YAML file; unknown or
-    missing fields raise ConfigError."""
+    missing fields raise ConfigError. ``draft``: the file is of the next protocol (``PROTOCOL_VERSION + 1``), a
+    track being sized before its protocol ships (research/tracks/); the default refuses it."""
     path = Path(name_or_path)
     if not path.suffix:
         if str(name_or_path) not in TRACKS:
@@ -272,14 +414,13 @@ def load_track(name_or_path: str | Path) -> Track | TransferTrack:
         raise ConfigError(f"track file {path} must hold a mapping")
     cls: type[Track] | type[TransferTrack] = TransferTrack if "members" in data else Track
     known = set(Track.file_fields()) if cls is Track else {f.name for f in fields(cls)}
-    unknown, missing = sorted(set(data) - known), sorted(known - set(data))
+    optional = {REGIONS_KEY} if cls is Track else set()
+    unknown, missing = sorted(set(data) - known - optional), sorted(known - set(data))
     if unknown or missing:
         raise ConfigError(f"track file {path}: unknown fields {unknown}, missing fields {missing}")
     if cls is TransferTrack:
         data["members"] = tuple((m["role"], m["track"]) for m in data["members"])
         track = TransferTrack(**data)
-        if track.protocol_version != PROTOCOL_VERSION:
-            raise ConfigError(f"track {track.name!r}: protocol_version {track.protocol_version}; this package "
-                              f"scores protocol {PROTOCOL_VERSION}")
+        check_protocol(track.name, track.protocol_version, draft)
         return track
-    return Track(**data)
+    return Track(**data, draft=draft)

@@ -1,0 +1,125 @@
+"""Tracks of window regions (issue 40, item 5): a track file lists its windows (`regions`), required where the
+pool cuts windows and forbidden where it cuts families; `regions()` returns them; a next-protocol draft loads only
+when asked for; the runner resets each listed window and its ledger is normalised per episode family.
+
+Cheap (no simulator) bar one real run: a 2-window track through the board's runner and reward service (ScienceWorld
+episodes played; ~20-40 s here), whose records the window normaliser reads.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from dreamer_gym.errors import ConfigError
+from dreamer_gym.leaderboard.aggregate import Normaliser, is_window_result
+from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION, Track, load_track, write_track_file
+from dreamer_gym.memory.regions import parse_window
+from dreamer_gym.pool import load_pool
+
+ROOT = Path(__file__).resolve().parents[2]
+DRAFT = ROOT / "research" / "tracks" / "scienceworld-windows.yaml"
+
+
+def draft_data() -> dict:
+    return yaml.safe_load(DRAFT.read_text())
+
+
+def write(tmp_path: Path, data: dict, name: str = "t.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_the_draft_windows_track_lists_its_windows_and_loads_only_as_a_draft() -> None:
+    with pytest.raises(ConfigError, match=r"protocol_version 4; this package scores protocol 3 .*draft=True"):
+        load_track(DRAFT)
+    track = load_track(DRAFT, draft=True)
+    assert isinstance(track, Track) and track.windows and track.draft
+    assert track.protocol_version == PROTOCOL_VERSION + 1
+    listed = [(b, k) for b, k in draft_data()["regions"]]
+    assert track.regions() == listed and len(set(listed)) == len(listed)
+    assert all(parse_window(k) for _, k in listed)
+    assert sorted({b for b, _ in listed}) == list(track.banks) == list(range(40))  # every bank represented
+    assert track.reset_options(*listed[0]) == {"bank": listed[0][0], "region": listed[0][1]}
+    track.check_pool(load_pool(track.pool))  # every window is the pool's; they hold exactly the track's families
+
+
+def test_the_shipped_family_tracks_are_unchanged_by_the_optional_field() -> None:
+    track = load_track("scienceworld")
+    assert isinstance(track, Track) and not track.windows and "regions" not in track.data()
+    assert track.regions()[:2] == [(0, track.families[0]), (1, track.families[0])]
+    assert track.reset_options(0, track.families[0]) == {"bank": 0, "family": track.families[0]}
+
+
+def test_regions_are_required_on_windows_and_forbidden_on_families(tmp_path: Path) -> None:
+    data = draft_data()
+    no_list = {k: v for k, v in data.items() if k != "regions"}
+    with pytest.raises(ConfigError, match=r"cuts its banks into time windows.*list the regions as `regions"):
+        load_track(write(tmp_path, no_list), draft=True)
+    family = yaml.safe_load((ROOT / "dreamer_gym" / "data" / "tracks" / "scienceworld.yaml").read_text())
+    family["regions"] = [[0, "window:0-3"]]
+    with pytest.raises(ConfigError, match=r"is cut by family: its regions are `families` x `banks`; drop `regions`"):
+        load_track(write(tmp_path, family))
+
+
+@pytest.mark.parametrize("regions, match", [
+    ([[0, "lifespan-longest-lived"]], r"must be a non-empty list of \[bank, \"window:A-B\"\] pairs"),
+    ([[0, "window:0-3"], [0, "window:0-3"]], r"at least one region, none twice"),
+    ([[0, "window:0-3"]], r"`banks` must be the banks `regions` lists \(\[0\]\)"),
+])
+def test_a_bad_region_list_names_the_field(tmp_path: Path, regions: list, match: str) -> None:
+    data = {**draft_data(), "regions": regions}
+    with pytest.raises(ConfigError, match=match):
+        load_track(write(tmp_path, data), draft=True)
+
+
+def test_check_pool_refuses_a_window_the_bank_does_not_have_and_unlisted_families(tmp_path: Path) -> None:
+    full = load_track(DRAFT, draft=True)
+    assert isinstance(full, Track)
+    pool = load_pool(full.pool)
+    bad = replace(full, region_list=((0, "window:400-403"), *full.regions()[1:]))
+    with pytest.raises(ConfigError, match=r"region \(0, 'window:400-403'\) is not a window of pool"):
+        bad.check_pool(pool)
+    track = replace(full, region_list=tuple(full.regions()[:3]), banks=(0,))  # the first bank's windows: cheap
+    narrow = replace(track, families=tuple(f for f in full.families if f not in track.window_families(pool))
+                     or full.families[:1])
+    with pytest.raises(ConfigError, match=r"its windows hold families .*`families` must list exactly those"):
+        narrow.check_pool(pool)
+
+
+def test_a_window_track_file_round_trips(tmp_path: Path) -> None:
+    track = load_track(DRAFT, draft=True)
+    assert isinstance(track, Track)
+    again = load_track(write_track_file(track, tmp_path / "again.yaml"), draft=True)
+    assert again == track and again.regions() == track.regions()
+
+
+def test_a_two_window_track_runs_end_to_end_and_normalises_per_episode_family() -> None:
+    """The board's runner on 2 listed windows (real ScienceWorld episodes, in-process service): each window is reset
+    by its key, its ledger record names it, and empty/oracle anchor every episode family at 0 and 1."""
+    from dreamer_gym.consolidators import make_consolidator
+    from dreamer_gym.leaderboard.runner import run_track
+
+    full = load_track(DRAFT, draft=True)
+    assert isinstance(full, Track)
+    two = full.regions()[:2]
+    track = replace(full, name="windows-2", region_list=tuple(two), banks=tuple(sorted({b for b, _ in two})),
+                    recorded=tuple({**dict(full.recorded), "eval_in_family": 4, "eval_other": 0}.items()))
+    track = replace(track, families=tuple(sorted(track.window_families(load_pool(track.pool)))))
+    rows = {name: run_track(track, make_consolidator(name), service="inprocess", progress=False).to_dict()
+            for name in ("empty", "oracle", "keep-all")}
+    assert [(r["bank_index"], r["family"]) for r in rows["keep-all"]["records"]] == two
+    assert all(is_window_result(r) for r in rows.values())
+    norm = Normaliser.from_results(rows["empty"], rows["oracle"])
+    assert norm.windows
+    for name, expect in (("empty", 0.0), ("oracle", 1.0)):
+        for f, v in norm.per_family(rows[name]).items():
+            assert v is None or v == pytest.approx(expect)
+    cells = {name: norm.cells(r) for name, r in rows.items()}
+    assert {c.layout for c in cells.values()} == {cells["empty"].layout}  # every row plays the same TEST episodes
+    assert cells["keep-all"].matrix().shape == (2, 1)
+    assert np.array_equal(norm.matrix(rows["keep-all"])[0], cells["keep-all"].matrix(), equal_nan=True)
