@@ -77,7 +77,8 @@ class LearnabilityConfig:
         "help": "the rule family: op rules of the study or registered deterministic consolidators (a trained "
                 "policy too, e.g. oplevel:runs/x/checkpoint-20, to see where it stands among the rules)"})
     draws: int = field(default=2, metadata={
-        "help": "episode draws per region (each region and draw its own reset seed); at least 2 to cross-fit"})
+        "help": "episode draws per region (each region and draw its own reset seed); at least 2 to cross-fit on "
+                "draws, 1 is enough with `fold_by` variation"})
     seed: int = field(default=0, metadata={"help": "the reset seeds' base and the bootstrap's seed"})
     bootstrap_resamples: int = field(default=2000, metadata={"help": "resamples of the gap's bootstrap CI"})
     workers: int = field(default=0, metadata={"help": "evaluation worker processes (0 = in-process)"})
