@@ -175,8 +175,8 @@ def near_duplicate_counts(token_sets: list[set[str]], threshold: float = 0.8) ->
 class EntryOpsWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Fixed-size spaces for standard RL libraries (SB3, CleanRL, RLlib).
 
-    Observation: a ``Box(max_entries, len(ENTRY_FEATURES))`` of entry features over the padded region,
-    plus a mask row count in ``info["n_entries"]``. Action: ``MultiDiscrete([2] * max_entries)``, one
+    Observation: a ``Box(max_entries, len(feature_names(contract)))`` of entry features over the padded region
+    (on a tool-contract-2 env the bank context's columns appended), plus a mask row count in ``info["n_entries"]``. Action: ``MultiDiscrete([2] * max_entries)``, one
     operation per entry (0 = drop, 1 = keep; padding is ignored). One step = keep the chosen entries
     and commit, so an episode is one step long and its reward is the env's commit reward.
     """
@@ -185,7 +185,8 @@ class EntryOpsWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         gym.utils.RecordConstructorArgs.__init__(self, max_entries=max_entries)
         gym.Wrapper.__init__(self, env)
         self.max_entries = max_entries
-        self.observation_space = spaces.Box(0.0, 1_000.0, shape=(max_entries, len(ENTRY_FEATURES)), dtype=np.float32)
+        self.features = feature_names(env.unwrapped.config.tool_contract)
+        self.observation_space = spaces.Box(0.0, 1_000.0, shape=(max_entries, len(self.features)), dtype=np.float32)
         self.action_space = spaces.MultiDiscrete([2] * max_entries)
         self._ids: list[str] = []
 
@@ -194,7 +195,7 @@ class EntryOpsWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         region = info["region"][: self.max_entries]
         self._ids = [e["id"] for e in region]
         info["n_entries"] = len(self._ids)
-        return entry_features(region, self.max_entries), info
+        return entry_features(region, self.max_entries, info.get("bank_context")), info
 
     def step(self, action: Any):
         keep = [i for i, op in zip(self._ids, np.asarray(action).tolist()) if op == 1]
