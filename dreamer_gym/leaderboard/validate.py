@@ -45,7 +45,8 @@ from dreamer_gym.leaderboard.runner import TrackResult, run_track, summarise
 from dreamer_gym.leaderboard.similarity import reader_similarity, reference_blocks
 from dreamer_gym.leaderboard.submission import SubmissionError, dumps, frozen_fields, run_for_submission, schema
 from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION, Track, TransferTrack, load_track, track_names
-from dreamer_gym.memory import MemoryEntry, count_tokens, select_by_family
+from dreamer_gym.contract.filing import filing_families
+from dreamer_gym.memory import MemoryEntry, bank_at, count_tokens
 
 # claims are re-scored on the same simulator and episodes: equal up to float printing
 TOLERANCE = 1e-6
@@ -147,8 +148,10 @@ def check_regions(i: int, track: Track, block: dict[str, Any]) -> list[frozenset
     region_ids = []
     for j, region in enumerate(block["regions"]):
         where = f"tracks[{i}].regions[{j}]"
-        bank = pool.banks[region["bank"]]
-        ids = select_by_family(bank, region["family"], config.max_region_entries).entry_ids
+        bank = bank_at(pool.banks[region["bank"]], region["family"])  # a window's: the bank when it closed
+        selected = pool.region_scheme.select(bank, region["family"], pool.trajectories, config.max_region_entries)
+        ids = selected.entry_ids
+        may_file = filing_families(bank, region["family"], selected, config.window_own_families)
         entries = {e: bank.get(e) for e in ids}
         region_ids.append(frozenset(entries))
         if "calls" not in region:
@@ -184,9 +187,9 @@ def check_regions(i: int, track: Track, block: dict[str, Any]) -> list[frozenset
             if entry.id != raw["id"]:
                 raise SubmissionError(f"`{at}.id`: {raw['id']} is not this entry's content hash ({entry.id}): the "
                                       "entry is neither a region entry nor what its fields say")
-            if raw["family"] != region["family"]:
+            if raw["family"] not in may_file:
                 raise SubmissionError(f"`{at}.family`: {raw['family']!r}; a new entry of this region is of family "
-                                      f"{region['family']!r}")
+                                      f"{' or '.join(map(repr, sorted(may_file)))}")
             if raw["text"] != raw["text"].strip():
                 raise SubmissionError(f"`{at}.text`: leading or trailing whitespace (the env's emit strips it)")
             tokens = count_tokens(raw["text"])

@@ -2,8 +2,9 @@
 pool cuts windows and forbidden where it cuts families; `regions()` returns them; a next-protocol draft loads only
 when asked for; the runner resets each listed window and its ledger is normalised per episode family.
 
-Cheap (no simulator) bar one real run: a 2-window track through the board's runner and reward service (ScienceWorld
-episodes played; ~20-40 s here), whose records the window normaliser reads.
+Cheap (no simulator; ~25 s together, most of it one pass over the draft's 120 windows) bar one real run, heavy: a
+2-window track through the board's runner and reward service (ScienceWorld episodes played; 211 s on the loaded
+2-core machine), whose records the window normaliser reads.
 """
 from __future__ import annotations
 
@@ -98,6 +99,7 @@ def test_a_window_track_file_round_trips(tmp_path: Path) -> None:
     assert again == track and again.regions() == track.regions()
 
 
+@pytest.mark.heavy
 def test_a_two_window_track_runs_end_to_end_and_normalises_per_episode_family() -> None:
     """The board's runner on 2 listed windows (real ScienceWorld episodes, in-process service): each window is reset
     by its key, its ledger record names it, and empty/oracle anchor every episode family at 0 and 1."""
@@ -123,3 +125,32 @@ def test_a_two_window_track_runs_end_to_end_and_normalises_per_episode_family() 
     assert {c.layout for c in cells.values()} == {cells["empty"].layout}  # every row plays the same TEST episodes
     assert cells["keep-all"].matrix().shape == (2, 1)
     assert np.array_equal(norm.matrix(rows["keep-all"])[0], cells["keep-all"].matrix(), equal_nan=True)
+
+
+def test_validate_checks_a_window_submission_against_the_window_and_its_filing_rule() -> None:
+    """The board's data check selects a window as the env does (the bank when it closed, the retrieved entries) and
+    files a new entry only under a family the window's own sessions played (ScienceWorldWindows-v1's rule)."""
+    from dataclasses import replace as dc_replace
+
+    from dreamer_gym.contract.filing import filing_families
+    from dreamer_gym.leaderboard.validate import SubmissionError, check_regions
+    from dreamer_gym.memory import MemoryEntry, bank_at
+
+    full = load_track(DRAFT, draft=True)
+    assert isinstance(full, Track)
+    pool = load_pool(full.pool)
+    bank_index, key = full.regions()[0]
+    bank = bank_at(pool.banks[bank_index], key)
+    selected = pool.region_scheme.select(bank, key, pool.trajectories, full.max_region_entries)
+    entries = [bank.get(i) for i in selected.entry_ids]
+    region = {"bank": bank_index, "family": key, "calls": [], "tool_calls": 0, "invalid_calls": 0,
+              "emitted": [e.to_dict() for e in entries]}  # keep-all
+    assert check_regions(0, full, {"regions": [region]}) == [frozenset(selected.entry_ids)]
+    own = filing_families(bank, key, selected, own_sessions_only=True)
+    foreign = next(f for f in full.families if f not in own) if set(full.families) - own else "find-plant"
+    base = next(e for e in entries if e.provenance)
+    new = dc_replace(base, family=foreign, text=base.text + " (filed elsewhere)")
+    assert isinstance(new, MemoryEntry)
+    bad = {**region, "emitted": [new.to_dict()]}
+    with pytest.raises(SubmissionError, match=rf"`tracks\[0\].regions\[0\].emitted\[0\].family`: '{foreign}'"):
+        check_regions(0, full, {"regions": [bad]})
