@@ -69,6 +69,7 @@ from collections.abc import Generator, Sequence
 
 from dreamer_gym.envs.group_evidence import GroupEvidence, group_evidence
 from dreamer_gym.envs.ops import OPS, OPS_V2, entry_classes, op_mask, play_ops, synthesis_tasks
+from dreamer_gym.methods.grpo.bank_listing import SYNTHESIZE_LINE, context_lines, group_tasks
 from dreamer_gym.memory.regions import parse_window
 from dreamer_gym.memory.tokens import count_tokens
 
@@ -338,34 +339,6 @@ def group_listing(region: list[dict[str, Any]], groups: list[int], preview_words
     return "\n".join(lines)
 
 
-def group_tasks(members: list[dict[str, Any]], context: Sequence[dict[str, Any]]) -> str:
-    """`` | tasks: boil 3 covered, melt 1 new``: a group's entries per task, each task covered by older entries
-    of the bank or new (``older`` where the task is only retrieved here, not one of the region's own)."""
-    covered = {c["task"]: c["covered"] for c in context}
-    counts: dict[str, int] = {}
-    for e in members:
-        counts[e.get("family", "")] = counts.get(e.get("family", ""), 0) + 1
-    parts = [f"{task} {n} " + ("older" if task not in covered else "covered" if covered[task] else "new")
-             for task, n in counts.items()]
-    return " | tasks: " + ", ".join(parts)
-
-
-def context_lines(context: Sequence[dict[str, Any]]) -> str:
-    """The bank context under the groups, one line per task of the region (``info["bank_context"]``): e.g.
-    ``task boil: covered, 3 older outside (procedure 1, fact 2, insight 0, pitfall 0), age 2, 2 retrieved``."""
-    lines = ["Bank context (the bank's older entries of each task, outside this region):"]
-    for c in context:
-        retrieved = f", {c['retrieved']} retrieved" if c["retrieved"] else ""
-        if not c["covered"]:
-            lines.append(f"task {c['task']}: new (no older entry){retrieved}")
-            continue
-        outside = c["older_outside"]
-        kinds = ", ".join(f"{kind} {outside.get(kind, 0)}" for kind in ("procedure", "fact", "insight", "pitfall"))
-        lines.append(f"task {c['task']}: covered, {sum(outside.values())} older outside ({kinds}), age {c['age']}"
-                     f"{retrieved}")
-    return "\n".join(lines)
-
-
 SYSTEM_PROMPT = (
     "You consolidate an agent's memory. The region below is one task family's entries. Keep the entries that "
     "help an agent solve new tasks of this family, drop the rest, then commit. Shorter memory is better when it "
@@ -390,10 +363,6 @@ SYSTEM_PROMPTS: dict[str, str] = {
         "of group G as its steps that most procedures share\n  commit - finish"
     ),
 }
-SYNTHESIZE_LINE = ("  synthesize G - replace group G by one new procedure per task, aligned from the region's "
-                   "recorded runs of that task\n")  # the ops grammar on a tool-contract-2 env
-
-
 def region_heading(family: str) -> str:
     """The listing's first words: ``Family: F.`` for a family region, ``Region: window:A-B.`` for a window
     (its entries are several tasks', so it must not read as one family's)."""
