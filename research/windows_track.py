@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import textwrap
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,7 +30,7 @@ from dreamer_gym.contract import ids
 from dreamer_gym.leaderboard.aggregate import Normaliser
 from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION, Track, load_track
 from dreamer_gym.pool import load_pool
-from dreamer_gym.stats import iqm_difference, mdd, mean_difference, paired_se
+from dreamer_gym.stats import Strata, iqm_difference, mdd, mean_difference, paired_se
 
 ENV_ID = "MemoryConsolidation-ScienceWorldWindows-v1"
 POOL = "scienceworld-windows-heldout-r3-v1"
@@ -45,9 +46,10 @@ HEADER = """\
 # held out three ways: the held-out topics (identify-life-stages-1, lifespan-*), banks on seeds no training pool
 # uses (scienceworld-windows-heldout-v1: 40 banks, seeds 600-639, interleaved) and TEST variations. A window's
 # 20 in-family episodes are drawn from its own tasks in the proportions the agent met them, so its regions are
-# listed ({per_bank} window(s) from every bank, a seeded sample: research/windows_track.py). Normalised per
-# episode family (empty = 0, oracle = 1 on the family's mean over the track's episodes; docs/leaderboard.md, "The
-# scienceworld-windows track"). `mdd`: {mdd_note}
+# listed (up to {per_bank} window(s) from every bank, a seeded sample: research/windows_track.py). Normalised per
+# episode: minus its family's empty mean, over one track-wide oracle - empty gap (empty = 0 in every family,
+# oracle = 1 over the track's episodes; docs/leaderboard.md, "The scienceworld-windows track").
+{mdd_note}
 # Built by: python -m research.windows_track regions --per-bank {per_bank} --seed {seed} --out THIS_FILE
 """
 
@@ -94,7 +96,8 @@ def write_track(path: Path, per_bank: int, seed: int, mdd_value: float | None, m
     listed = "regions:\n" + "".join(f"- [{b}, {k}]\n" for b, k in regions)
     head, _, tail = body.partition("seed:")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(HEADER.format(protocol=PROTOCOL_VERSION + 1, per_bank=per_bank, seed=seed, mdd_note=mdd_note)
+    note = "\n".join(f"# {line}" for line in textwrap.wrap(f"`mdd`: {mdd_note}", 112, break_on_hyphens=False))
+    path.write_text(HEADER.format(protocol=PROTOCOL_VERSION + 1, per_bank=per_bank, seed=seed, mdd_note=note)
                     + head + listed + "seed:" + tail)
     track = load_track(path, draft=True)
     assert isinstance(track, Track)
@@ -147,12 +150,18 @@ def size(out: Path, sizes: Sequence[int], reps: int = 2000) -> dict[str, Any]:
         d = x.matrix() - y.matrix()
         at = {int(k): mdd(paired_se(x, y, iqm_difference, reps=reps, banks=k)) for k in sizes}
         need = next((k for k in sorted(at) if at[k] <= TARGET), None)
+        # the track reading: the track's own TEST episodes fixed, windows alone resampled (what the scienceworld
+        # track was sized for; docs/power.md)
+        xw, yw = Strata.from_matrix(x.matrix()), Strata.from_matrix(y.matrix())
+        at_w = {int(k): mdd(paired_se(xw, yw, iqm_difference, reps=reps, banks=k)) for k in sizes}
+        need_w = next((k for k in sorted(at_w) if at_w[k] <= TARGET), None)
         pairs.append({"pair": f"{a} - {b}", "iqm_difference": float(iqm_difference(x.matrix(), y.matrix())),
                       "mean_difference": float(mean_difference(x.matrix(), y.matrix())),
                       "spread": float(np.nanstd(d, ddof=1)),
                       "mdd_iqm": mdd(paired_se(x, y, iqm_difference, reps=reps)),
                       "mdd_mean": mdd(paired_se(x, y, mean_difference, reps=reps)),
-                      "mdd_iqm_at": at, "windows_needed": need})
+                      "mdd_iqm_at": at, "windows_needed": need,
+                      "mdd_iqm_windows_alone_at": at_w, "windows_needed_windows_alone": need_w})
     ranked = sorted(pairs, key=lambda p: p["spread"])
     median = ranked[len(ranked) // 2]  # of an even count, the larger middle one (docs/power.md's yardstick)
     walls = {name: r.get("wall_s") for name, r in rows.items()}
@@ -160,7 +169,9 @@ def size(out: Path, sizes: Sequence[int], reps: int = 2000) -> dict[str, Any]:
     return {"windows": n, "anchors": {"empty": norm.empty, "oracle": norm.oracle, "flagged": list(norm.flagged)},
             "distinct_test_episodes": int(next(iter(cells.values())).values[0].shape[1]),
             "pairs": pairs, "median_pair": median["pair"], "median_mdd_iqm_at": median["mdd_iqm_at"],
-            "median_windows_needed": median["windows_needed"], "wall_s": walls, "episodes_played": episodes,
+            "median_windows_needed": median["windows_needed"],
+            "median_mdd_iqm_windows_alone_at": median["mdd_iqm_windows_alone_at"],
+            "median_windows_needed_windows_alone": median["windows_needed_windows_alone"], "wall_s": walls, "episodes_played": episodes,
             "reps": reps, "target": TARGET}
 
 
@@ -195,7 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps({k: v for k, v in record.items() if k != "pairs"}, indent=1))
         for pair in record["pairs"]:
             print(f"{pair['pair']}: IQM diff {pair['iqm_difference']:+.3f}, MDD IQM {pair['mdd_iqm']:.3f}, "
-                  f"needs {pair['windows_needed']}")
+                  f"needs {pair['windows_needed']} (windows alone: {pair['windows_needed_windows_alone']}); at sizes "
+                  f"{pair['mdd_iqm_at']} / {pair['mdd_iqm_windows_alone_at']}")
     return 0
 
 

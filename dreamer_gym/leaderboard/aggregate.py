@@ -12,9 +12,14 @@ CI, and the probability of improvement over the best fixed baseline with its CI.
 (:func:`score_ci`) resamples banks only: a region's reward mixes in-family and other-family episodes.
 
 A window track's regions (``window:A-B``, issue 40) mix families, so the anchors are per *episode family*: every
-in-family episode of family f is normalised by ``(after - empty_f) / (oracle_f - empty_f)``, with ``empty_f`` and
-``oracle_f`` the means of the ``empty`` and ``oracle`` rows over every in-family episode of f on the track (the
-same episodes), and a window's normalised score is the mean over its in-family episodes of usable families. A
+in-family episode of family f is normalised by ``(after - empty_f) / gap``, with ``empty_f`` the ``empty`` row's
+mean over every in-family episode of f on the track (the same episodes) and ``gap`` one track-wide denominator: the
+mean of ``oracle_f - empty_f`` over the track's in-family episodes (each episode's family's gap, episode-weighted).
+A window's normalised score is the mean over its in-family episodes of usable families. So ``empty`` scores 0 in
+every family and ``oracle`` 1 on the track's episodes as a whole. Why one denominator: per family, a family whose
+oracle stands little above empty on windows (identify-life-stages-1: 11 points, against 32-52 for lifespan-*)
+would weigh 3-5 times as much per episode inside every window that mixes it, and the pilot's MDD doubles
+(docs/leaderboard.md, "The scienceworld-windows track"). A
 window has no family to stratify by: its cells are one stratum, rows the windows (in (bank, key) order) and columns
 the track's distinct TEST episodes (family, variation), so the bootstrap resamples windows and, crossed, the TEST
 episodes every window shares (:meth:`Normaliser.cells`).
@@ -24,6 +29,7 @@ rliable itself is not a dependency: 1.2 pins ``arch < 8``, and arch 7.2 fails to
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,12 +90,17 @@ class Normaliser:
     oracle: dict[str, float]
     flagged: tuple[str, ...] = field(default=())
     windows: bool = False  # a window track: anchors per episode family, one stratum of windows (module docstring)
+    gap: float | None = None  # a window track's one denominator: the episode-weighted mean of oracle_f - empty_f
 
     @classmethod
     def from_results(cls, empty: Mapping[str, Any], oracle: Mapping[str, Any]) -> Normaliser:
         if is_window_result(empty):
             e, o = _episode_family_means(empty), _episode_family_means(oracle)
-            return cls(e, o, tuple(sorted(f for f in e if f in o and o[f] - e[f] < FLAT_POINTS)), windows=True)
+            flagged = tuple(sorted(f for f in e if f in o and o[f] - e[f] < FLAT_POINTS))
+            played = Counter(ep["family"] for r in empty["records"] for ep in r["episodes"] if ep["in_family"]
+                             and ep["family"] in o and ep["family"] not in flagged)
+            gap = sum(n * (o[f] - e[f]) for f, n in played.items()) / max(sum(played.values()), 1)
+            return cls(e, o, flagged, windows=True, gap=gap)
         e, o = _family_means(region_scores(empty)), _family_means(region_scores(oracle))
         flagged = tuple(sorted(f for f in e if f in o and o[f] - e[f] < FLAT_POINTS))
         return cls(e, o, flagged)
@@ -152,7 +163,7 @@ class Normaliser:
             for e in r["episodes"]:
                 if e["in_family"] and e["family"] in self.families:
                     j, f = column[(e["family"], int(e["variation"]))], e["family"]
-                    sums[i, j] += (float(e["after"]) - self.empty[f]) / (self.oracle[f] - self.empty[f])
+                    sums[i, j] += (float(e["after"]) - self.empty[f]) / self.gap  # type: ignore[operator]
                     counts[i, j] += 1
         values = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
         return Strata((values,), (counts,))
@@ -162,7 +173,7 @@ class Normaliser:
         that family."""
         if self.windows:
             means = _episode_family_means(result)
-            return {f: float((v - self.empty[f]) / (self.oracle[f] - self.empty[f])) if f in self.families else None
+            return {f: float((v - self.empty[f]) / self.gap) if f in self.families else None  # type: ignore[operator]
                     for f, v in sorted(means.items())}
         means = _family_means(region_scores(result))
         out: dict[str, float | None] = {}
