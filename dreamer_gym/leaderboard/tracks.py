@@ -183,10 +183,10 @@ class Track:
     def _check_region_list(self, id_pool: str | None) -> None:
         """``regions`` is listed exactly where the pools cut windows (the track's pool cuts what its id's does),
         and its banks are the track's ``banks``."""
-        kind = pool_region_kind(self.pool_name())
-        if self.held_out and kind is not None and kind != pool_region_kind(id_pool):
+        kind, id_kind = pool_region_kind(self.pool_name()), pool_region_kind(id_pool)  # None: not on this machine
+        if self.held_out and None not in (kind, id_kind) and kind != id_kind:
             raise ConfigError(f"track {self.name!r}: pool {self.pool!r} cuts {kind} regions but {self.env_id}'s "
-                              f"pool {id_pool!r} cuts {pool_region_kind(id_pool)} regions; a held-out pool must cut "
+                              f"pool {id_pool!r} cuts {id_kind} regions; a held-out pool must cut "
                               "the regions its id measures")
         if kind == "window" and self.region_list is None:
             raise ConfigError(f"track {self.name!r}: pool {self.pool_name()!r} cuts its banks into time windows, "
@@ -194,7 +194,7 @@ class Track:
                               "\"window:A-B\"], ...]`")
         if self.region_list is None:
             return
-        if kind != "window":
+        if kind == "family":
             raise ConfigError(f"track {self.name!r}: `{REGIONS_KEY}` lists regions, but pool {self.pool_name()!r} "
                               "is cut by family: its regions are `families` x `banks`; drop `regions`")
         listed = sorted({b for b, _ in self.region_list})

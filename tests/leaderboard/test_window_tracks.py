@@ -174,3 +174,10 @@ def test_the_pilots_rows_normalise_per_episode_family_with_one_denominator() -> 
     windows = len(rows["empty"]["records"])
     assert cells["keep-all"].matrix().shape == (windows, 1)
     assert (cells["keep-all"].weights[0].sum(axis=1) == 20).all()  # 20 in-family episodes a window
+
+
+def test_a_held_out_pool_must_cut_the_regions_its_id_measures(tmp_path: Path) -> None:
+    data = {**draft_data(), "env_id": "MemoryConsolidation-ScienceWorld-v2"}  # family regions, a window pool
+    with pytest.raises(ConfigError, match=r"cuts window regions but MemoryConsolidation-ScienceWorld-v2's pool "
+                                          r"'scienceworld-v0' cuts family regions"):
+        load_track(write(tmp_path, data), draft=True)
