@@ -2,7 +2,7 @@
 pool cuts windows and forbidden where it cuts families; `regions()` returns them; a next-protocol draft loads only
 when asked for; the runner resets each listed window and its ledger is normalised per episode family.
 
-Cheap (no simulator; ~25 s together, most of it one pass over the draft's 120 windows) bar one real run, heavy: a
+Cheap (no simulator; ~25 s together, most of it one pass over the draft's 497 windows) bar one real run, heavy: a
 2-window track through the board's runner and reward service (ScienceWorld episodes played; 48-211 s on the loaded
 2-core machine), whose records the window normaliser reads.
 """
