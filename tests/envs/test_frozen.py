@@ -20,6 +20,7 @@ CHANGED = {  # one changed value per reward-defining field
     "suite": "alfworld-gen", "pool": "other-pool", "pool_hash": "p0000000000000000", "split": "test",
     "eval_in_family": 1, "eval_other": 0, "size_coef": 0.5, "invalid_penalty": 0.0, "max_entry_tokens": 100,
     "max_region_entries": 10, "reward_agent": "llm", "agent_top_k": 3, "agent_max_steps": 12, "tool_contract": 0,
+    "window_own_families": True,
 }
 
 
