@@ -1,7 +1,7 @@
 """Reader-level similarity: how close what the downstream agent takes from a bank is to a reference's (a board
 column, never a rejection).
 
-The copy check (:func:`~dreamer_gym.leaderboard.validate.check_not_a_reference_copy`) compares words, so a
+The copy check (:func:`~dreamer_gym.leaderboard.copy_check.check_not_a_reference_copy`) compares words, so a
 paraphrase of the oracle with little word overlap passes it, although the memory-following agent reads the
 very same steps out of it. This column compares banks as that agent reads them: each region's emitted
 entries go through the track's suite reader (its :class:`~dreamer_gym.suites.spec.SuiteSpec`

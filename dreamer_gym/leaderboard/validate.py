@@ -34,8 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from dreamer_gym.consolidators.base import call
+from dreamer_gym.contract.filing import filing_families
 from dreamer_gym.envs.tools import CHARS_PER_TOKEN
 from dreamer_gym.errors import ConfigError, EvaluationFailed
+from dreamer_gym.leaderboard.copy_check import NEAR_COPY as NEAR_COPY  # re-exported
+from dreamer_gym.leaderboard.copy_check import check_not_a_reference_copy
 from dreamer_gym.leaderboard.grounding import public_trajectories, track_grounding
 from dreamer_gym.leaderboard.intake import check_clean
 from dreamer_gym.leaderboard.rescore_cache import cached_free
@@ -45,7 +48,6 @@ from dreamer_gym.leaderboard.runner import TrackResult, run_track, summarise
 from dreamer_gym.leaderboard.similarity import reader_similarity, reference_blocks
 from dreamer_gym.leaderboard.submission import SubmissionError, dumps, frozen_fields, run_for_submission, schema
 from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION, Track, TransferTrack, load_track, track_names
-from dreamer_gym.contract.filing import filing_families
 from dreamer_gym.memory import MemoryEntry, bank_at, count_tokens
 
 # claims are re-scored on the same simulator and episodes: equal up to float printing
@@ -212,58 +214,6 @@ def check_regions(i: int, track: Track, block: dict[str, Any]) -> list[frozenset
             raise SubmissionError(f"`{where}.emitted`: over budget: {new} new entries; the track allows "
                                   f"max_emitted={config.max_emitted}")
     return region_ids
-
-
-# word-set Jaccard at or above which a new entry counts as a reference entry's text. The honest built-ins'
-# closest new entry to an oracle entry on the committed scienceworld submissions is consensus's at 0.514
-# (random 0.429, oplevel 0.429, grpo 0.281, blind 0.107; dedupe, keep-all, empty and prompted emit none):
-# margin 0.19 (docs/leaderboard.md, "The copy check")
-NEAR_COPY = 0.7
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.lower().split())
-
-
-def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
-    return len(a & b) / max(len(a | b), 1)
-
-
-def check_not_a_reference_copy(i: int, track: Track, block: dict[str, Any], references: Sequence[dict[str, Any]],
-                               region_ids: Sequence[frozenset[str]]) -> None:
-    """No new entry of any region is a reference's new entry for that region, exactly or within
-    :data:`NEAR_COPY` word overlap (the oracle's banks are public data, and the oracle ships with the package).
-    Every entry that is not one of the region's own counts, whatever its tags, and whatever the submission
-    says its kind is: one copied entry flags its region, and one flagged region rejects the submission.
-    A paraphrase gets past this (text, not meaning: the reader-level similarity column shows it)."""
-    index = {(r["bank"], r["family"]): j for j, r in enumerate(block["regions"])}
-    for ref in references:
-        ref_block = next((b for b in ref["tracks"] if b["track"] == track.name), None)
-        if ref_block is None:
-            continue
-        theirs: dict[int, list[tuple[str, frozenset[str]]]] = {}
-        for r in ref_block["regions"]:
-            j = index.get((r["bank"], r["family"]))
-            if j is not None:
-                theirs[j] = [(e["id"], _words(e["text"])) for e in r["emitted"] if e["id"] not in region_ids[j]]
-        flagged = []
-        for j, region in enumerate(block["regions"]):
-            for k, entry in enumerate(region["emitted"]):
-                if entry["id"] in region_ids[j]:
-                    continue
-                words = _words(entry["text"])
-                hit = max(((_overlap(words, w), rid) for rid, w in theirs.get(j, ())), default=(0.0, ""))
-                if hit[0] >= NEAR_COPY:
-                    flagged.append((j, k, hit))
-                    break
-        if flagged:
-            j, k, (overlap, rid) = flagged[0]
-            region = block["regions"][j]
-            raise SubmissionError(
-                f"`tracks[{i}].regions[{j}].emitted[{k}]`: a copy of reference {ref['consolidator']['name']!r}'s entry "
-                f"{rid} in region (bank {region['bank']}, family {region['family']!r}) (word overlap {overlap:.2f} >= "
-                f"{NEAR_COPY}); flagged regions {[f[0] for f in flagged]}: a reference's banks (privileged: it reads "
-                "gold paths) are listed apart, never submitted as another row's")
 
 
 class ReplayConsolidator:

@@ -156,7 +156,7 @@ def reference_banks(track: Track, *, progress: bool = False, episode_secret: str
                     **free: Any) -> list[dict[str, Any]]:
     """The oracle's submission on the fresh banks (it reads their gold paths, out here; the sandbox hides the pool
     from the consolidator). A verified run whose banks are the oracle's texts is refused like a re-scored one
-    (validate.check_not_a_reference_copy)."""
+    (copy_check.check_not_a_reference_copy)."""
     import json
 
     from dreamer_gym.consolidators import make_consolidator

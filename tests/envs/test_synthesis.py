@@ -234,7 +234,7 @@ def test_synthesized_rows_pass_the_copy_check_and_the_review_rule() -> None:
     """On the scienceworld track's 160 regions, what `synthesize` writes (a procedure and a fact entry per region)
     is no near copy of the oracle's entries (word overlap < NEAR_COPY) and no region is flagged for review."""
     from dreamer_gym.leaderboard.review import judge
-    from dreamer_gym.leaderboard.validate import NEAR_COPY, _overlap, _words as words
+    from dreamer_gym.leaderboard.copy_check import NEAR_COPY, _overlap, _words as words
 
     heldout = load_pool("scienceworld-heldout-v1")
     oracle = json.loads(ORACLE.read_text())["tracks"][0]["regions"]
