@@ -36,7 +36,7 @@ ENV_IDS: list[str] = sorted(
 )
 
 
-# --- pytest-xdist: `make test` runs `-n 2 --dist loadfile` (docs/performance.md, "CI time (issue 40)") --------
+# --- pytest-xdist: `make test TEST_WORKERS=2` runs `-n 2 --dist loadfile` (docs/performance.md, "CI time") ---
 # Modules that share a session-scoped engine run on one worker, one after the other: the LLM tests' HeavyEngines
 # registry (tests/llm/conftest.py) keeps one vLLM engine or server alive per process, and two vLLM starts at once
 # would cost ~60 s of both cores each. (xdist_group marks cannot do this here: pytest 9.2 ignores the node ids
