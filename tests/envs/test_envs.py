@@ -300,6 +300,11 @@ def test_region_text_for_a_region_that_fits(shared_env):
     """The region text: a header, one line per entry, then the new region so far (nothing hidden)."""
     obs, info = shared_env.reset(seed=2)
     lines = [f"Region family:{info['family']}: {len(info['region'])} entries (read-only evidence)"]
+    if "bank_context" in info:  # tool contract 2: the bank context block under the head line, a line per task
+        block = obs["region"].split("\n")[1:2 + len(info["bank_context"])]
+        assert block[0].startswith("Bank context") and [line.split(":")[0] for line in block[1:]] == [
+            t["task"] for t in info["bank_context"]]
+        lines += block
     for e in info["region"]:
         prov = ", ".join(f"{p['trajectory_id']}[{p['start']}-{p['end']}]" for p in e["provenance"])
         lines.append(f"{e['id']} ({e['kind']}, session {e['session']}) {e['text']}  <- {prov}")
@@ -342,7 +347,9 @@ def test_a_long_region_listing_hides_entries_never_the_new_region(env_id):
 
 def test_tool_schema_names_every_tool(shared_env):
     schema = json.loads(shared_env.unwrapped.tool_schema())
-    assert set(schema) == {"read_entry", "read_trajectory", "search", "keep", "emit", "retract", "commit"}
+    v1 = {"read_entry", "read_trajectory", "search", "keep", "emit", "retract", "commit"}
+    contract = shared_env.unwrapped.config.tool_contract
+    assert set(schema) == (v1 | {"synthesize"} if contract >= 2 else v1)
 
 
 # --- commits --------------------------------------------------------------------------------------------------
@@ -619,7 +626,7 @@ def test_openai_style_calls(shared_env):
         ({"size_coef": -0.5}, "size_coef"),
         ({"invalid_penalty": -1.0}, "invalid_penalty"),
         ({"reward_agent": "gpt-9"}, "reward_agent"),
-        ({"tool_contract": 2}, "tool_contract"),
+        ({"tool_contract": 3}, "tool_contract"),
     ],
     ids=lambda v: v if isinstance(v, str) else None,
 )

@@ -96,7 +96,7 @@ def test_no_honest_built_in_is_flagged_and_the_margin_holds() -> None:
     """The committed honest rows pass the copy check, and their closest new entry to an oracle entry stays
     0.1 below NEAR_COPY (measured: 0.51 on protocol 2's 12 regions, 0.56 on protocol 3's 160 regions x 12 rows
     against 0.7: the closest honest entry creeps up as the track grows)."""
-    from dreamer_gym.leaderboard.validate import _overlap, _words
+    from dreamer_gym.leaderboard.copy_check import _overlap, _words
 
     track = load_track("scienceworld")
     worst = 0.0

@@ -43,13 +43,14 @@ def _foreign(info: dict[str, Any], own: set[str]) -> dict[str, Any]:
     return next(e for e in info["region"] if e["family"] not in own)
 
 
-def test_the_registered_windows_id_keeps_the_v0_rule() -> None:
+def test_the_registered_windows_id_keeps_the_v0_rule_and_v1_freezes_the_new_one() -> None:
     env = gym.make(ENV_ID)
     try:
         assert env.unwrapped.config.window_own_families is False
-        assert "window_own_families" not in gym.spec(ENV_ID).kwargs
+        assert gym.spec(ENV_ID).kwargs["frozen"]["window_own_families"] is False  # frozen since issue 40
     finally:
         env.close()
+    assert gym.spec("MemoryConsolidation-ScienceWorldWindows-v1").kwargs["frozen"]["window_own_families"] is True
 
 
 def test_an_entry_filed_under_a_retrieved_entrys_family_is_refused_with_the_field_on() -> None:
