@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import warnings
+from functools import cache
 from pathlib import Path
 
 from dreamer_gym.cli_args import add_dataclass_arguments, dataclass_kwargs, recipe_names
@@ -154,6 +155,7 @@ def env_kwargs(args: argparse.Namespace, skip: tuple[str, ...] = ENV_SKIP) -> di
     return kwargs
 
 
+@cache
 def tracked_superseded_ids() -> frozenset[str]:
     """Superseded ids that a shipped track still measures (``ScienceWorld-v1`` until the protocol-4 tracks move to
     ``-v2``, issue 40): the CLI runs them without Gymnasium's "out of date" warning, which would tell a user of

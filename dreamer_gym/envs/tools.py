@@ -14,6 +14,8 @@ from typing import Any
 
 from dreamer_gym.contract.definition import CHARS_PER_TOKEN
 from dreamer_gym.contract.filing import filing_families
+from dreamer_gym.envs.bank_context import bank_context
+from dreamer_gym.envs.synthesis import synthesis_tasks, synthesize
 from dreamer_gym.envs.toolspec import (
     LATEST_CONTRACT,
     MAX_PROVENANCE,
@@ -108,8 +110,6 @@ class Workspace:
         self._bank_retriever: BM25Retriever | None = None  # contract 2's search over the bank, built on first use
         self.context: tuple[Any, ...] = ()  # contract 2: dreamer_gym.envs.bank_context.TaskContext per own task
         if self.contract >= BANK_CONTEXT_CONTRACT:
-            from dreamer_gym.envs.bank_context import bank_context
-
             self.context = bank_context(self.bank, self.region, self.family, self.trajectories)
 
     @property
@@ -185,8 +185,6 @@ class Workspace:
     def synthesize(self, args: dict[str, Any]) -> str:
         """One candidate entry from the region's linked trajectories of ``task`` (:mod:`dreamer_gym.envs.synthesis`):
         returned with the ``emit`` call that files it, never written."""
-        from dreamer_gym.envs.synthesis import synthesis_tasks, synthesize
-
         linked = [self.trajectories[t] for t in sorted(self.linked) if t in self.trajectories]
         task = args["task"]
         tasks = synthesis_tasks(linked)
