@@ -181,3 +181,23 @@ def test_a_held_out_pool_must_cut_the_regions_its_id_measures(tmp_path: Path) ->
     with pytest.raises(ConfigError, match=r"cuts window regions but MemoryConsolidation-ScienceWorld-v2's pool "
                                           r"'scienceworld-v0' cuts family regions"):
         load_track(write(tmp_path, data), draft=True)
+
+
+def test_the_docs_sizing_table_is_the_pilots_sizing_record() -> None:
+    """docs/leaderboard.md's windows-track sizing table is read off research/results/issue40/windows-track-pilot/
+    sizing.json (IQM difference; MDD at 20 / 160 / 497 windows, TEST episodes fixed and resampled)."""
+    import json
+
+    root = ROOT
+    sizing = json.loads((root / "research/results/issue40/windows-track-pilot/sizing.json").read_text())
+    page = (root / "docs/leaderboard.md").read_text()
+    for pair in sizing["pairs"]:
+        name = pair["pair"]
+        line = next((ln for ln in page.splitlines() if ln.strip().startswith(f"| {name} ")), None)
+        if line is None:
+            continue
+        fixed = " / ".join(f"{pair['mdd_iqm_windows_alone_at'][n]:.3f}" for n in ("20", "160", "497"))
+        resampled = " / ".join(f"{pair['mdd_iqm_at'][n]:.3f}" for n in ("20", "160", "497"))
+        assert f"{pair['iqm_difference']:+.3f}".replace("+", "") in line.replace("+", ""), line
+        assert fixed in line.replace("**", "") and resampled in line, (name, fixed, resampled, line)
+    assert sum(f"| {p['pair']} " in page for p in sizing["pairs"]) >= 4
