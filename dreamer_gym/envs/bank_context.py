@@ -190,3 +190,30 @@ def context_features(region_dicts: Sequence[dict[str, Any]], ctx: Sequence[TaskC
         for name, value in row.items():
             feats[i, col[name]] = value
     return np.clip(feats, 0.0, 1_000.0)
+
+
+# Region-level summaries of the context, for studies that ask whether the context predicts a region's best rule
+# (issue 40's "how well the bank context predicts"): the table a rule-selector or a depth-2 tree reads.
+REGION_CONTEXT_FEATURES: tuple[str, ...] = (
+    "own_tasks", "uncovered_tasks", "covered_share", "older_outside_per_task", "older_procedures_per_task",
+    "youngest_age", "retrieved_share",
+)
+NO_AGE = 1_000.0  # ``youngest_age`` of a region none of whose tasks the bank held before: older than any age seen
+
+
+def region_context_features(ctx: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """:data:`REGION_CONTEXT_FEATURES` of one region from ``info["bank_context"]`` (:func:`context_dicts`):
+    how many own tasks, how many the bank never saw (the bank-context rule's condition is ``uncovered_tasks == 0``),
+    the older entries outside the region per task (all kinds, procedures), the age of the youngest covered task's
+    newest older entry (:data:`NO_AGE` if none is covered), and the share of the region's entries that were
+    retrieved from older sessions."""
+    n = len(ctx)
+    covered = [t for t in ctx if t["covered"]]
+    own = sum(t["own_entries"] for t in ctx)
+    retrieved = sum(t["retrieved"] for t in ctx)
+    return {"own_tasks": float(n), "uncovered_tasks": float(n - len(covered)),
+            "covered_share": len(covered) / n if n else 1.0,
+            "older_outside_per_task": sum(sum(t["older_outside"].values()) for t in ctx) / n if n else 0.0,
+            "older_procedures_per_task": sum(t["older_outside"].get("procedure", 0) for t in ctx) / n if n else 0.0,
+            "youngest_age": float(min((t["age"] for t in covered), default=NO_AGE)),
+            "retrieved_share": retrieved / (own + retrieved) if own + retrieved else 0.0}

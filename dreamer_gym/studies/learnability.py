@@ -40,13 +40,14 @@ import numpy as np
 
 from dreamer_gym.consolidators import run_episode
 from dreamer_gym.consolidators.op_rule import OP_RULES, make_rule
-from dreamer_gym.consolidators.rule_selector import FEATURES, region_features
+from dreamer_gym.consolidators.rule_selector import region_features
 from dreamer_gym.consolidators.rule_selector import predict_tree as predict_tree  # re-exported
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.memory.regions import parse_window
 from dreamer_gym.studies.fixed_referee import describe_switch, referee
 from dreamer_gym.studies.fixed_referee import argmax_first as _argmax
 from dreamer_gym.studies.record_log import RecordLog, open_log
+from dreamer_gym.studies.region_context import backfill, context_columns, has_context, study_features
 from dreamer_gym.studies.rule_tables import (  # the tables' reading, re-exported (their callers import them here)
     EPISODE_FIELDS,
     MERGING_RULES,
@@ -229,8 +230,9 @@ def collect(config: LearnabilityConfig, progress: bool = True, out_dir: str | Pa
                 done[job] = record = run_job(env, config, job)
                 key = (job[0], job[1])
                 if key not in features:
-                    region = env.reset(seed=0, options={"region": key[0], "bank": key[1]})[1]["region"]
-                    features[key] = {"kind": "region", "family": key[0], "bank": key[1], **region_features(region)}
+                    info = env.reset(seed=0, options={"region": key[0], "bank": key[1]})[1]
+                    features[key] = {"kind": "region", "family": key[0], "bank": key[1],
+                                     **region_features(info["region"]), **context_columns(info)}
                     if writer is not None:
                         writer.append(features[key])
                 if writer is not None:
@@ -279,7 +281,8 @@ def summarise(data: Mapping[str, Any], config: LearnabilityConfig) -> dict[str, 
     lo, hi = bootstrap_gap(scores, strata, config.bootstrap_resamples, config.seed)
     table = describe_rules(scores, rules, strata)
     best = _argmax(scores.mean(axis=2))  # per region, on every fold: the share table's label
-    x = np.array([[r[f] for f in FEATURES] for r in data["regions"]], dtype=float)
+    names = study_features(data["regions"])
+    x = np.array([[r[f] for f in names] for r in data["regions"]], dtype=float)
     noise = draw_noise(data["records"], regions, rules, config.draws)
     progress = data.get("progress") or {"complete": True}
     return {
@@ -293,7 +296,7 @@ def summarise(data: Mapping[str, Any], config: LearnabilityConfig) -> dict[str, 
         "hindsight": {"constant": fit["hindsight_constant"], "choice": fit["hindsight_choice"],
                       "gap": fit["hindsight_gap"]},
         **noise, **table,
-        "feature_policies": feature_policies(scores, x, FEATURES, rules),  # cross-fitted on the same folds
+        "feature_policies": feature_policies(scores, x, names, rules),  # cross-fitted on the same folds
         # the fixed reference rows chosen on other draws; a window pool's regions have no one family to switch on
         **referee(scores, rules, None if windows else [f for f, _ in regions], strata, config.bootstrap_resamples,
                   config.seed),
@@ -414,6 +417,13 @@ def summarise_log(out_dir: str | Path, config: LearnabilityConfig, given: Sequen
     log.check({**fields, **{k: v for k, v in config.record_fields().items() if k in given}})
     config = replace(config, **fields)
     features = {(r["family"], int(r["bank"])): r for r in log.of_kind("region")}
+    if features and not has_context(list(features.values())):
+        # a log written without the context columns (older code, or a study still running): from region resets
+        env, _ = make_study_env(config.env_id, 0, dict(config.env_kwargs))
+        try:
+            backfill(env, features)
+        finally:
+            env.close()
     data = assemble(log.header, {job_of(r): r for r in log.of_kind("record")}, features, config)
     summary = summarise(data, config)
     write_tables(out, config, summary, data)
