@@ -21,6 +21,10 @@ in one test, *interleaved* (``paired.interleaved``: A and B alternate, the order
 compares medians over enough pairs, so a load burst slows both sides alike; its floor leaves a margin
 over what a loaded run measured (docs/performance.md, "Gates"); and it takes a few seconds. It does
 not depend on any other test's medians, so it runs alone, in any order (``pytest -m gate``).
+
+A ``measure`` test (or parameter) is one whose point is the measurement itself: many workers, many episodes, a
+memory figure. It is ``heavy`` in CI mode (its marker's comment names the CI test that checks its correctness
+claim at small size) and runs as usual under ``--benchmark-enable``; ``pytest -m heavy`` runs it once.
 """
 from __future__ import annotations
 
@@ -32,6 +36,20 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "measure: a benchmark whose point is the measurement (scale, memory): heavy "
+                                       "unless --benchmark-enable (see tests/benchmarks/conftest.py)")
+
+
+@pytest.hookimpl(tryfirst=True)  # before the -m selection reads the markers
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if benchmarks_enabled(config):
+        return
+    for item in items:
+        if item.get_closest_marker("measure") is not None:
+            item.add_marker(pytest.mark.heavy)
 
 
 def benchmarks_enabled(config: pytest.Config) -> bool:

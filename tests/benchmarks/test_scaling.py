@@ -8,6 +8,11 @@ the process pool with 4 workers >= 3.5x one worker (floor 3.0x); Ray with 1 acto
 
 Every setting plays the same ``N_EPISODES`` TEST episodes (with and without memory, distinct seeds) and must
 return exactly the in-process results: a speed-up that changes an episode would be worth nothing.
+
+CI (not measuring) plays ``CI_EPISODES`` in-process only; the other settings and the vector-env
+comparison are ``measure`` (heavy in CI): tests/test_ray_executor.py and tests/test_evaluation.py check that the
+Ray and process executors return the in-process results, tests/envs/test_vector_env.py that a shared vector env
+gives the separate envs' rewards.
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from dreamer_gym.suites.base import EpisodeTask
 
 LATENCY_S = 0.02
 N_EPISODES = 64
+CI_EPISODES = 8
 ROUNDS = 3
 SPEC = get_suite_spec("latency")
 AGENT = AgentConfig(max_steps=6)
@@ -31,12 +37,17 @@ PROCEDURES = (MemoryEntry("procedure", "To set the safe to <code>: go to safe, s
               MemoryEntry("procedure", "To set the radio to <code>: go to radio, set radio to <code>.", "tune-radio"))
 SETTINGS = [("inprocess", 0), ("process", 1), ("process", 2), ("process", 4),
             ("ray", 1), ("ray", 2), ("ray", 4), ("ray", 8)]
+IN_CI = ("inprocess", 0)
+# the scale settings: their correctness claim is tests/test_ray_executor.py's
+# test_ray_results_equal_the_local_executors_on_the_same_seeds and tests/test_evaluation.py's executor tests
+SETTING_PARAMS = [pytest.param(n, w, id=f"{n}-{w}", marks=() if (n, w) == IN_CI else pytest.mark.measure)
+                  for n, w in SETTINGS]
 
 
 @pytest.fixture(scope="module")
-def tasks() -> list[EvalTask]:
+def tasks(measuring) -> list[EvalTask]:
     return [EvalTask(f"k{i}", EpisodeTask(SPEC.families[i % 2], 200 + (i // 2) % 8), PROCEDURES if i % 4 else (),
-                     seed=i) for i in range(N_EPISODES)]
+                     seed=i) for i in range(N_EPISODES if measuring else CI_EPISODES)]
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +66,7 @@ def _executor(name: str, workers: int) -> Executor:
     return make_executor(name, SPEC, {"latency_s": LATENCY_S}, AGENT, workers=workers, **options)
 
 
-@pytest.mark.parametrize("name, workers", SETTINGS, ids=[f"{n}-{w}" for n, w in SETTINGS])
+@pytest.mark.parametrize("name, workers", SETTING_PARAMS)
 def test_episodes_per_second(benchmark, perf, tasks, reference, name, workers):
     benchmark.group = f"play {N_EPISODES} latency-bound episodes ({LATENCY_S * 1000:.0f} ms a call)"
     ex = _executor(name, workers)
@@ -65,6 +76,7 @@ def test_episodes_per_second(benchmark, perf, tasks, reference, name, workers):
     finally:
         ex.close()
     assert out == reference  # the same episodes, played the same way, in order
+    assert {r.score for r in reference} == {0.0, 100.0}  # with and without memory: the comparison means something
     perf.record(benchmark, f"latency suite, {name} x{workers}", per=N_EPISODES, unit="episode")
 
 
@@ -132,6 +144,7 @@ def _round(envs, n: int, seed: int) -> list[float]:
     return rewards.tolist()
 
 
+@pytest.mark.measure  # correctness in CI: tests/envs/test_vector_env.py (shared evaluation = separate envs' results)
 @pytest.mark.parametrize("kind", ["separate", "shared"])
 @pytest.mark.parametrize("n", VEC_SIZES)
 def test_vector_env_commits(benchmark, perf, latency_pool, kind, n, vector_results):
