@@ -23,7 +23,8 @@ def windows_env():
 def test_first_window_is_all_uncovered_and_a_later_one_is_covered_per_its_context(windows_env):
     info = windows_env.reset(seed=0, options={"region": "window:0-3", "bank": 0})[1]
     first = context_columns(info)
-    assert set(first) == set(REGION_CONTEXT_FEATURES)
+    assert set(first) == {*REGION_CONTEXT_FEATURES, "tasks"}
+    assert first["tasks"] == sorted(t["task"] for t in info["bank_context"])
     assert first["own_tasks"] == len(info["bank_context"]) > 0
     assert first["uncovered_tasks"] == first["own_tasks"] and first["youngest_age"] == NO_AGE  # nothing older
     info = windows_env.reset(seed=0, options={"region": "window:8-11", "bank": 0})[1]

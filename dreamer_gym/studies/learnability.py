@@ -47,6 +47,7 @@ from dreamer_gym.memory.regions import parse_window
 from dreamer_gym.studies.fixed_referee import describe_switch, referee
 from dreamer_gym.studies.fixed_referee import argmax_first as _argmax
 from dreamer_gym.studies.record_log import RecordLog, open_log
+from dreamer_gym.studies.topic_referee import study_topic_referee, topic_markdown
 from dreamer_gym.studies.region_context import backfill, context_columns, has_context, study_features
 from dreamer_gym.studies.rule_tables import (  # the tables' reading, re-exported (their callers import them here)
     EPISODE_FIELDS,
@@ -297,6 +298,8 @@ def summarise(data: Mapping[str, Any], config: LearnabilityConfig) -> dict[str, 
                       "gap": fit["hindsight_gap"]},
         **noise, **table,
         "feature_policies": feature_policies(scores, x, names, rules),  # cross-fitted on the same folds
+        "topic_referee": study_topic_referee(scores, x, names, rules, data["regions"], config.bootstrap_resamples,
+                                             config.seed),
         # the fixed reference rows chosen on other draws; a window pool's regions have no one family to switch on
         **referee(scores, rules, None if windows else [f for f, _ in regions], strata, config.bootstrap_resamples,
                   config.seed),
@@ -366,7 +369,8 @@ def to_markdown(summary: Mapping[str, Any]) -> str:
     for p in summary["feature_policies"]:
         lines.append(f"| {p['model']} | {p['value']:+.4f} | {p.get('vs_best_fixed', float('nan')):+.4f} | "
                      f"{p['agreement']:.2f} | {p['trees'][0]} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *topic_markdown(summary.get("topic_referee"))]) + "\n"
+
 
 
 def fixed_rows_markdown(summary: Mapping[str, Any]) -> list[str]:

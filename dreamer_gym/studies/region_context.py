@@ -14,14 +14,19 @@ from dreamer_gym.consolidators.rule_selector import FEATURES
 from dreamer_gym.envs.bank_context import REGION_CONTEXT_FEATURES, region_context_features
 
 
-def context_columns(info: Mapping[str, Any]) -> dict[str, float]:
-    """The region's context columns from a reset's ``info``; none on an id whose tool contract shows no context."""
-    return region_context_features(info["bank_context"]) if "bank_context" in info else {}
+def context_columns(info: Mapping[str, Any]) -> dict[str, Any]:
+    """The region's context columns from a reset's ``info``, and ``tasks``, the tasks its own entries were written
+    for (the topics a leave-one-topic-out referee holds out, :mod:`dreamer_gym.studies.topic_referee`); none on
+    an id whose tool contract shows no context."""
+    if "bank_context" not in info:
+        return {}
+    ctx = info["bank_context"]
+    return {**region_context_features(ctx), "tasks": sorted(t["task"] for t in ctx)}
 
 
 def has_context(regions: Sequence[Mapping[str, Any]]) -> bool:
     """Whether every region record carries every context column."""
-    return bool(regions) and all(all(f in r for f in REGION_CONTEXT_FEATURES) for r in regions)
+    return bool(regions) and all(all(f in r for f in (*REGION_CONTEXT_FEATURES, "tasks")) for r in regions)
 
 
 def study_features(regions: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
@@ -35,7 +40,7 @@ def backfill(env: Any, features: dict[tuple[str, int], dict[str, Any]]) -> int:
     each region on ``env`` (the study's env). Returns how many were filled; 0 on an id without bank context."""
     filled = 0
     for (family, bank), record in features.items():
-        if all(f in record for f in REGION_CONTEXT_FEATURES):
+        if has_context([record]):
             continue
         columns = context_columns(env.reset(seed=0, options={"region": family, "bank": bank})[1])
         if not columns:
