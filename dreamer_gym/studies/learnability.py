@@ -40,7 +40,7 @@ import numpy as np
 
 from dreamer_gym.consolidators import run_episode
 from dreamer_gym.consolidators.op_rule import OP_RULES, make_rule
-from dreamer_gym.consolidators.rule_selector import region_features
+from dreamer_gym.consolidators.rule_selector import FEATURES, region_features  # FEATURES: re-exported
 from dreamer_gym.consolidators.rule_selector import predict_tree as predict_tree  # re-exported
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.memory.regions import parse_window

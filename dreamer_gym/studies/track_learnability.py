@@ -47,6 +47,7 @@ from dreamer_gym.errors import ConfigError
 from dreamer_gym.stats import iqm_difference, mean_difference, paired_difference
 from dreamer_gym.studies.fixed_referee import PairedReferee, constant_selection, referee, switch_selection
 from dreamer_gym.studies.folds import fold_map, fold_rewards  # noqa: F401  (fold_map: part of this module's API)
+from dreamer_gym.studies.topic_referee import study_topic_referee, topic_markdown
 from dreamer_gym.studies.learnability import (
     FEATURES,
     _argmax,
@@ -260,6 +261,9 @@ def study(config: TrackLearnabilityConfig, results_dir: str | Path | None = None
                       "gap": fit["hindsight_gap"]},
         **table,
         "feature_policies": feature_policies(scores, x, FEATURES, rules),  # cross-fitted on the same folds
+        # fitted on the other held-out families, scored on the one left out (a topic the fit never saw)
+        "topic_referee": study_topic_referee(scores, x, FEATURES, rules, [{"family": f, "bank": b} for b, f in regions],
+                                             config.bootstrap_resamples, config.seed),
         **referee(scores, rules, strata, strata, config.bootstrap_resamples, config.seed),
         "policies": policies, "median_seeds": median_seeds({n: p["score"] for n, p in policies.items()}),
         "per_region": [{"bank": b, "family": f, "best": rules[int(best[i])], "gap": float(fit["gap"][i]),
@@ -310,6 +314,7 @@ def to_markdown(s: Mapping[str, Any]) -> str:
     for p in s["feature_policies"]:
         lines.append(f"| {p['model']} | {p['value']:+.4f} | {p.get('vs_best_fixed', float('nan')):+.4f} | "
                      f"{p['agreement']:.2f} | {p['trees'][0]} |")
+    lines += topic_markdown(s.get("topic_referee"))
     if s["policies"]:
         lines += ["", f"Trained rows against the table. Agreement: the share of (region, fold) where the row plays the "
                   f"rule chosen on the other folds; the best constant `{s['best_constant']}` plays it on "
