@@ -23,7 +23,7 @@ from dreamer_gym.leaderboard import Track, load_track, run_track
 from dreamer_gym.pool import load_pool
 from dreamer_gym.service import CommitRequest, InProcessRewardService
 
-from helpers import call
+from helpers import call, make_env
 
 ENV_ID = "MemoryConsolidation-ScienceWorld-v0"
 
@@ -32,7 +32,10 @@ _SCAN = textwrap.dedent(
     import gc, hashlib, json, sys
     import gymnasium as gym
     import dreamer_gym
-    env = gym.make(sys.argv[1])
+    from dreamer_gym.envs.consolidation import ConsolidationEnv
+    # the id's settings on one in-family and one other episode a commit: what the policy's process holds does not
+    # depend on how many episodes the service plays for it
+    env = gym.wrappers.OrderEnforcing(ConsolidationEnv.experiment(sys.argv[1], eval_in_family=1, eval_other=1))
     seen = set()
     def scan(tag):
         for obj in gc.get_objects():
@@ -69,49 +72,52 @@ def test_the_policy_process_holds_no_evaluation_task_text():
     assert len(held) > 1000  # the scan saw the process's strings (banks, trajectories, modules)
 
 
-@pytest.mark.jvm
-def test_a_killed_service_or_simulator_is_replaced_and_the_reward_is_unchanged():
-    env = gym.make(ENV_ID)
-    try:
-        def commit(seed: int) -> tuple[float, list]:
-            env.reset(seed=seed)
-            _, reward, _, _, info = env.step(call("commit"))
-            return reward, info["episodes"]
+@pytest.fixture(scope="module")
+def process_env():
+    """One env of the id on the process service (the default), small evaluation config: both process-service
+    tests commit through it (one service and JVM start for the module)."""
+    env = make_env(ENV_ID)
+    yield env
+    env.close()
 
-        first = commit(5)
-        service = env.unwrapped.service
-        pid = service.pid
-        jvms = [p for p in psutil.Process(pid).children(recursive=True) if "java" in p.name()]
-        assert jvms, "the service plays on a JVM of its own"
-        for p in jvms:
-            p.kill()  # the simulator dies between commits
-        assert commit(5) == first
-        os.kill(pid, signal.SIGKILL)  # now the service itself
-        time.sleep(0.2)
-        assert commit(5) == first
-        assert service.restarts == 1 and service.pid != pid
-    finally:
-        env.close()
+
+def _commit(env: gym.Env, seed: int) -> tuple[float, list, list]:
+    env.reset(seed=seed)
+    _, reward, _, _, info = env.step(call("commit"))
+    return reward, info["episodes"], info["bank_after"]
+
+
+@pytest.mark.jvm
+def test_a_killed_service_or_simulator_is_replaced_and_the_reward_is_unchanged(process_env):
+    env = process_env
+    first = _commit(env, 5)
+    service = env.unwrapped.service
+    pid, restarts = service.pid, service.restarts
+    jvms = [p for p in psutil.Process(pid).children(recursive=True) if "java" in p.name()]
+    assert jvms, "the service plays on a JVM of its own"
+    for p in jvms:
+        p.kill()  # the simulator dies between commits
+    assert _commit(env, 5) == first
+    os.kill(pid, signal.SIGKILL)  # now the service itself
+    time.sleep(0.2)
+    assert _commit(env, 5) == first
+    assert service.restarts == restarts + 1 and service.pid != pid
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
 @pytest.mark.jvm
-def test_process_and_in_process_services_give_the_same_rewards():
-    rewards = {}
-    for service in ("process", "inprocess"):
-        env = gym.make(ENV_ID, service=service)
-        try:
-            env.reset(seed=11)
-            _, rewards[service], _, _, info = env.step(call("commit"))
-            rewards[service] = (rewards[service], info["episodes"], info["bank_after"])
-        finally:
-            env.close()
-    assert rewards["process"] == rewards["inprocess"]
+def test_process_and_in_process_services_give_the_same_rewards(process_env):
+    inprocess = make_env(ENV_ID, service="inprocess")
+    try:
+        assert process_env.unwrapped.config.service == "process"
+        assert _commit(process_env, 11) == _commit(inprocess, 11)
+    finally:
+        inprocess.close()
 
 
 def _tiny_track() -> Track:
     data = {**load_track("scienceworld").__dict__, "name": "tiny", "families": ("lifespan-longest-lived",),
-            "banks": (0,), "eval_in_family": 2, "eval_other": 1}
+            "banks": (0,), "eval_in_family": 1, "eval_other": 1}
     return Track(**data)
 
 
@@ -132,8 +138,8 @@ def test_a_track_withholds_every_score_and_hands_its_ledger_out_once():
         with pytest.raises(RewardServiceError, match="opened already"):  # a track opens each region once
             env.reset(seed=track.seed, options={"bank": 0, "family": "lifespan-longest-lived"})
         [record] = service.finish()
-        assert record["family"] == "lifespan-longest-lived" and len(record["episodes"]) == 3
-        assert {e["variation"] for e in record["episodes"][:2]} <= set(load_pool(track.pool, track.pool_hash).variations(
+        assert record["family"] == "lifespan-longest-lived" and len(record["episodes"]) == 2
+        assert {e["variation"] for e in record["episodes"][:1]} <= set(load_pool(track.pool, track.pool_hash).variations(
             "lifespan-longest-lived", "test"))
         with pytest.raises(RewardServiceError, match="once"):
             service.finish()
@@ -145,12 +151,13 @@ def test_a_track_withholds_every_score_and_hands_its_ledger_out_once():
 
 
 @pytest.mark.jvm
-def test_run_track_scores_keep_all_at_zero_and_the_oracle_above_it():
+def test_run_track_scores_keep_all_at_zero_and_the_oracle_above_it(tmp_path):
     from dreamer_gym.consolidators import make_consolidator
 
     track = _tiny_track()
-    keep = run_track(track, make_consolidator("keep-all"), progress=False)
-    oracle = run_track(track, make_consolidator("oracle"), progress=False)
+    store = {"store_path": str(tmp_path / "cache.sqlite")}  # the oracle's before side is keep-all's, played once
+    keep = run_track(track, make_consolidator("keep-all"), progress=False, **store)
+    oracle = run_track(track, make_consolidator("oracle"), progress=False, **store)
     assert keep.summary["score"] == 0.0 and not keep.reference
     assert oracle.reference and oracle.summary["score"] > 0.0
     assert [r["episodes"] for r in keep.records][0][0]["variation"] == oracle.records[0]["episodes"][0]["variation"]
