@@ -57,3 +57,20 @@ def test_study_records_give_topics_by_family_or_by_window_tasks():
     scores = np.zeros((2, 2, 2))
     one_topic = [{"family": "boil", "bank": b} for b in range(2)]
     assert study_topic_referee(scores, np.zeros((2, 1)), ["f"], RULES, one_topic, 10, 0) is None
+
+
+def test_the_docs_topic_table_is_the_committed_track_rows_output():
+    """docs/learnability.md's leave-one-family-out table on the `scienceworld` track is the study's output on the
+    committed rows (regenerate: fill the block with ``topic_markdown(summary["topic_referee"])``)."""
+    from pathlib import Path
+
+    from dreamer_gym.studies import track_learnability as tl
+    from dreamer_gym.studies.track_power import GENERATED
+    from dreamer_gym.studies.topic_referee import topic_markdown
+
+    root = Path(__file__).parent.parent
+    config = tl.TrackLearnabilityConfig(track="scienceworld")
+    referee = tl.topic_table(config, tl.rule_table(config, root / "leaderboards" / "results"))
+    table = "\n".join(topic_markdown(referee)[1:]) + "\n"
+    blocks = {m["name"]: m["body"] for m in GENERATED.finditer((root / "docs" / "learnability.md").read_text())}
+    assert blocks["topic-referee-scienceworld"] == table

@@ -176,11 +176,11 @@ def median_seeds(scores: Mapping[str, float]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def study(config: TrackLearnabilityConfig, results_dir: str | Path | None = None,
-          archive: str | Path | None = None) -> dict[str, Any]:
-    """The cross-fitted table of the track's rule rows, and every contender row read against it. With ``archive``
-    (``leaderboards/archive/protocol-N``), the archived protocol's track and rows (``results_dir`` defaults to its
-    ``results``): the "before" of a protocol bump."""
+def rule_table(config: TrackLearnabilityConfig, results_dir: str | Path | None = None,
+               archive: str | Path | None = None) -> dict[str, Any]:
+    """The track's rows read into the study's table: ``track``, ``rule_rows``, ``policy_rows``, ``normaliser``,
+    ``regions`` ((bank, family)), ``rules``, ``recs`` (row -> region -> record), ``folds`` and ``scores``
+    ((regions, rules, folds) fold rewards), and ``x`` (the region features)."""
     from dreamer_gym.contract.ids import ENV_IDS
     from dreamer_gym.leaderboard.board_commands import RESULTS_DIR
     from dreamer_gym.pool import load_pool
@@ -197,6 +197,28 @@ def study(config: TrackLearnabilityConfig, results_dir: str | Path | None = None
                        for region in regions])
     if np.isnan(scores).any():
         raise ConfigError(f"track {config.track!r}: a fold holds no episode of some region; use fewer `folds`")
+    pool = load_pool(track.pool or ENV_IDS[track.env_id].pool)
+    x = np.array([[region_features([e.to_dict() for e in pool.banks[b] if e.family == f])[name] for name in FEATURES]
+                  for b, f in regions], dtype=float)
+    return {"track": track, "rule_rows": rule_rows, "policy_rows": policy_rows, "normaliser": normaliser,
+            "regions": regions, "rules": rules, "recs": recs, "folds": folds, "scores": scores, "x": x}
+
+
+def topic_table(config: TrackLearnabilityConfig, table: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The leave-one-family-out referee on the track's table: fitted on the other held-out families."""
+    regions = [{"family": f, "bank": b} for b, f in table["regions"]]
+    return study_topic_referee(table["scores"], table["x"], FEATURES, table["rules"], regions,
+                               config.bootstrap_resamples, config.seed)
+
+
+def study(config: TrackLearnabilityConfig, results_dir: str | Path | None = None,
+          archive: str | Path | None = None) -> dict[str, Any]:
+    """The cross-fitted table of the track's rule rows, and every contender row read against it. With ``archive``
+    (``leaderboards/archive/protocol-N``), the archived protocol's track and rows (``results_dir`` defaults to its
+    ``results``): the "before" of a protocol bump."""
+    t = rule_table(config, results_dir, archive)
+    track, rule_rows, policy_rows, normaliser = t["track"], t["rule_rows"], t["policy_rows"], t["normaliser"]
+    regions, rules, recs, folds, scores, x = t["regions"], t["rules"], t["recs"], t["folds"], t["scores"], t["x"]
     fit = crossfit(scores)
     strata = [family for _, family in regions]
     lo, hi = bootstrap_gap(scores, strata, config.bootstrap_resamples, config.seed)
@@ -204,9 +226,6 @@ def study(config: TrackLearnabilityConfig, results_dir: str | Path | None = None
     mean = scores.mean(axis=2)
     best = _argmax(mean)
     families = list(dict.fromkeys(strata))
-    pool = load_pool(track.pool or ENV_IDS[track.env_id].pool)
-    x = np.array([[region_features([e.to_dict() for e in pool.banks[b] if e.family == f])[name] for name in FEATURES]
-                  for b, f in regions], dtype=float)
 
     # the contenders against the table
     constant_name = rules[int(_argmax(mean.mean(axis=0)))]  # the best constant on every fold (the board's reading)
@@ -262,8 +281,7 @@ def study(config: TrackLearnabilityConfig, results_dir: str | Path | None = None
         **table,
         "feature_policies": feature_policies(scores, x, FEATURES, rules),  # cross-fitted on the same folds
         # fitted on the other held-out families, scored on the one left out (a topic the fit never saw)
-        "topic_referee": study_topic_referee(scores, x, FEATURES, rules, [{"family": f, "bank": b} for b, f in regions],
-                                             config.bootstrap_resamples, config.seed),
+        "topic_referee": topic_table(config, t),
         **referee(scores, rules, strata, strata, config.bootstrap_resamples, config.seed),
         "policies": policies, "median_seeds": median_seeds({n: p["score"] for n, p in policies.items()}),
         "per_region": [{"bank": b, "family": f, "best": rules[int(best[i])], "gap": float(fit["gap"][i]),
