@@ -88,7 +88,7 @@ def test_ray_results_equal_the_local_executors_on_the_same_seeds():
 
 
 def test_a_killed_actor_neither_loses_nor_duplicates_an_episode():
-    tasks = latency_tasks(40)
+    tasks = latency_tasks(16)  # 8 batches: both actors hold one when the first result comes, and more follow
     reference = InProcessExecutor(LATENCY, {"latency_s": 0.0}, LATENCY_AGENT).run(tasks)
     ex = RayExecutor(LATENCY, {"latency_s": 0.03}, LATENCY_AGENT, actors=2, batch_size=2, cpus_per_actor=0.5)
     seen: list[str] = []
@@ -140,9 +140,9 @@ def test_without_ray_installed_the_error_names_the_extra(monkeypatch):
 def test_actors_the_cluster_cannot_place_fail_with_the_numbers():
     if not ray.is_initialized():  # else the executor would start an instance sized for its actors
         ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=256 * 1024**2, log_to_driver=False)
-    ex = RayExecutor(LATENCY, {}, LATENCY_AGENT, actors=1, cpus_per_actor=64, start_timeout_s=5)
+    ex = RayExecutor(LATENCY, {}, LATENCY_AGENT, actors=1, cpus_per_actor=64, start_timeout_s=1)  # it can never start
     try:
-        with pytest.raises(SuiteError, match=r"1 Ray actors of 64 CPU each did not start in 5 s; the cluster has"):
+        with pytest.raises(SuiteError, match=r"1 Ray actors of 64 CPU each did not start in 1 s; the cluster has"):
             ex.warm_up()
         assert ex.worker_pids() == []
     finally:
@@ -154,7 +154,7 @@ def test_actors_the_cluster_cannot_place_fail_with_the_numbers():
 def test_ray_and_process_executors_agree_on_scienceworld(pool):
     """Real ScienceWorld JVMs inside Ray actors and inside local worker processes: the same episodes."""
     episodes = [EvalEpisode(EpisodeTask(f, v), pool.description(EpisodeTask(f, v), "dev"), seed=1)
-                for f in pool.families[:2] for v in pool.variations(f, "dev")[:2]]
+                for f in pool.families[:2] for v in pool.variations(f, "dev")[:1]]
     scores = {}
     for executor in ("process", "ray"):
         ev = Evaluator(workers=1, executor=executor, store=Store())
