@@ -59,20 +59,21 @@ def live_children() -> set[int]:
 # --- the scripted solutions ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("family", FAMILIES)
 def test_gold_path_solves_seeded_dev_tasks(suite, family):
-    for variation in DEV[:2]:
-        task = EpisodeTask(family, variation)
-        assert variation in suite.variations(family, "dev")
-        path = suite.gold_path(task)
-        assert path and all(parse_command(a) is not None for a in path), path  # semantic actions, no bids
-        first = suite.start(task)
-        assert first.startswith("page: ") and "\n" in first
-        assert suite.task_description() and suite.task_description() not in first  # the goal is not on the page
-        outcome = play(suite, task, path)
-        assert outcome == StepOutcome(outcome.observation, 100.0, True), (task, path, outcome.observation)
-        assert suite.num_moves() == len(path)
-        assert suite.step('click "Submit"') == StepOutcome(
-            "The episode is over; call start() for the next one.", 100.0, True
-        )
+    # one seeded task per family (issue 39: CI time), the first two dev seeds taken in turn across the families
+    variation = DEV[FAMILIES.index(family) % 2]
+    task = EpisodeTask(family, variation)
+    assert variation in suite.variations(family, "dev")
+    path = suite.gold_path(task)
+    assert path and all(parse_command(a) is not None for a in path), path  # semantic actions, no bids
+    first = suite.start(task)
+    assert first.startswith("page: ") and "\n" in first
+    assert suite.task_description() and suite.task_description() not in first  # the goal is not on the page
+    outcome = play(suite, task, path)
+    assert outcome == StepOutcome(outcome.observation, 100.0, True), (task, path, outcome.observation)
+    assert suite.num_moves() == len(path)
+    assert suite.step('click "Submit"') == StepOutcome(
+        "The episode is over; call start() for the next one.", 100.0, True
+    )
 
 
 def test_same_seed_same_task(suite):
