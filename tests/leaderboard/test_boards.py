@@ -66,11 +66,13 @@ def test_iqm_bootstrap_and_probability_of_improvement_follow_their_definitions()
 
 @pytest.fixture(scope="module")
 def results_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Results files of empty, oracle, keep-all and dedupe on the tiny track, from real runs."""
+    """Results files of empty, oracle, keep-all and dedupe on the tiny track, from real runs (in-process services:
+    the board is under test here, not isolation; one evaluation cache, so the before side is played once)."""
     out = tmp_path_factory.mktemp("results")
     track = TRACKS["tiny"]
+    free = {"service": "inprocess", "store_path": str(out / "cache.sqlite")}
     for name, kind in (("empty", "fixed"), ("oracle", "reference"), ("keep-all", "fixed"), ("dedupe", "fixed")):
-        result = run_for_submission(track, make_consolidator(name), progress=False)
+        result = run_for_submission(track, make_consolidator(name), progress=False, **free)
         data = build_submission(consolidator_block(name, kind=kind, config={"consolidator": name}), [(track, result)])
         record = {**results_record(json.loads(dumps(data)), track, result.records, "re-scored"), "builtin": name}
         (out / "tiny").mkdir(exist_ok=True)

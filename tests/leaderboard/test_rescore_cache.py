@@ -25,7 +25,7 @@ CONSOLIDATORS = ("keep-all", "dedupe", "oracle")
 
 
 def small_track() -> Track:
-    data = {**load_track("scienceworld").__dict__, "name": "cache-exact", "families": (FAMILY,), "banks": (0, 1),
+    data = {**load_track("scienceworld").__dict__, "name": "cache-exact", "families": (FAMILY,), "banks": (0,),
             "eval_in_family": 2, "eval_other": 1}
     return Track(**data)
 
