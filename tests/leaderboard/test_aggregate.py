@@ -2,24 +2,18 @@
 enough for stable endpoints, paired differences, the coverage simulation and the small-sample interval."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from dreamer_gym import stats
 from dreamer_gym.leaderboard import aggregate as A
-from dreamer_gym.leaderboard.board import build_board, load_results
-
-RESULTS = Path(__file__).parent.parent.parent / "leaderboards" / "results"
 
 
 @pytest.fixture(scope="module")
-def scienceworld() -> dict[str, np.ndarray]:
+def scienceworld(committed_boards: dict) -> dict[str, np.ndarray]:
     """Normalised cells of the committed scienceworld rows (banks x TEST variations a family), by name (ranked rows
-    only)."""
-    board = build_board("scienceworld", load_results(RESULTS)["scienceworld"])
-    return {r.name: r.cells for r in board.rows if r.ranked}
+    only; the board is tests/leaderboard/conftest.py's)."""
+    return {r.name: r.cells for r in committed_boards["scienceworld"].rows if r.ranked}
 
 
 def test_the_chosen_replicates_keep_ci_endpoints_within_0_005_across_seeds(scienceworld: dict) -> None:

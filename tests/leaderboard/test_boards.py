@@ -227,16 +227,16 @@ def test_a_verified_run_that_needs_review_holds_back_its_rescored_row() -> None:
     assert cells[0][-1].startswith("needs review (1 regions: a bank 0)")
 
 
-def test_the_committed_boards_are_rendered_from_the_committed_results(tmp_path: Path) -> None:
+def test_the_committed_boards_are_rendered_from_the_committed_results(committed_render: tuple[Path, Path]) -> None:
     """leaderboards/README.md's boards and index.html are what `render` makes of leaderboards/results/ (no
-    number typed by hand; rerun `dreamer-gym leaderboard render` after adding a results file)."""
+    number typed by hand; rerun `dreamer-gym leaderboard render` after adding a results file). The render, into a
+    copy of the README, is tests/leaderboard/conftest.py's (test_page_layout.py measures the same page)."""
     root = Path(__file__).parent.parent.parent / "leaderboards"
     if not any((root / "results").glob("*/*.json")):
         pytest.fail("leaderboards/results/ holds no results files: `make board` makes the baseline rows")
-    (tmp_path / "README.md").write_text((root / "README.md").read_text())
-    render(root / "results", tmp_path)
-    assert (tmp_path / "README.md").read_text() == (root / "README.md").read_text()
-    assert (tmp_path / "index.html").read_text() == (root / "index.html").read_text()
+    readme, page = committed_render
+    assert readme.read_text() == (root / "README.md").read_text()
+    assert page.read_text() == (root / "index.html").read_text()
 
 
 def test_only_the_built_in_empty_and_oracle_rows_normalise() -> None:

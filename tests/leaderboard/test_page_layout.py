@@ -19,7 +19,7 @@ import pytest
 
 from dreamer_gym.leaderboard.board import Board, build_board, table_rows
 from dreamer_gym.leaderboard.board import comparison_rows, ranked_header
-from dreamer_gym.leaderboard.render import _html_cell, _md_cell, html_page, plot_svg, render
+from dreamer_gym.leaderboard.render import _html_cell, _md_cell, html_page, plot_svg
 
 ROOT = Path(__file__).parent.parent.parent
 WIDTHS = {"desktop": 1400, "narrow": 390}
@@ -84,10 +84,10 @@ LINKS = """() => [...document.querySelectorAll('a[href^="#family-"]')].map(a => 
 
 
 @pytest.fixture(scope="module")
-def page_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """index.html rendered from the committed results (the README beside it is a scratch copy)."""
-    out = tmp_path_factory.mktemp("board")
-    return render(ROOT / "leaderboards" / "results", out)[1]
+def page_path(committed_render: tuple[Path, Path]) -> Path:
+    """index.html rendered from the committed results (tests/leaderboard/conftest.py; the README beside it is a
+    scratch copy)."""
+    return committed_render[1]
 
 
 @pytest.fixture(scope="module")

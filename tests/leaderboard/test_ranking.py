@@ -3,29 +3,27 @@ CIs against every row allow, and every row says what stands behind it (distinct 
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from dreamer_gym.leaderboard.board import N_HEADER, build_board, comparison_rows, load_results, table_rows
+from dreamer_gym.leaderboard.board import N_HEADER, build_board, comparison_rows, table_rows
 from dreamer_gym.leaderboard.ranking import bank_fingerprint
 from dreamer_gym.leaderboard.rows import slug
 from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION, load_track
 from dreamer_gym.stats import iqm, pairwise, rank_intervals
 
-RESULTS = Path(__file__).parent.parent.parent / "leaderboards" / "results"
+
+@pytest.fixture(scope="module")
+def results(committed_results: dict) -> dict[str, list[dict]]:
+    return committed_results
 
 
 @pytest.fixture(scope="module")
-def results() -> dict[str, list[dict]]:
-    return load_results(RESULTS)
-
-
-@pytest.fixture(scope="module")
-def boards(results: dict) -> dict:
-    """Each committed board, built once (a board draws 10,000 replicates of every row)."""
-    return {track: build_board(track, rows) for track, rows in results.items()}
+def boards(committed_boards: dict) -> dict:
+    """Each committed board, built once per session (tests/leaderboard/conftest.py: a board draws 10,000 replicates
+    of every row)."""
+    return committed_boards
 
 
 def test_rows_with_identical_banks_collapse_into_one_row_listing_its_submitters(results: dict, boards: dict) -> None:
