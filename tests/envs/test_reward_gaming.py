@@ -20,7 +20,10 @@ from dreamer_gym.consolidators.adversarial import task_words
 from dreamer_gym.consolidators.oracle import OracleConsolidator
 
 ENV_ID = "MemoryConsolidation-ScienceWorld-v1"
-SEEDS = (0, 1)  # x 7 families = 14 regions; bank = seed % 6, the seed draws the evaluation episodes
+# x 7 families = 7 regions; bank = seed % 6, the seed draws the evaluation episodes. One seed (issue 39: CI time; it
+# was 0 and 1): every policy plays the same regions, so their before-scores are played once. On seed 1 the constant
+# text lifts another family's episode in 5 regions (seed 0: in none) and the oracle costs no other family.
+SEEDS = (1,)
 WIDE_SEEDS = tuple(range(6))  # 42 regions, as the validity study: for the one paired CI that must exclude 0
 
 
@@ -121,8 +124,8 @@ def bait_against_oracle(env, commits, seeds: tuple[int, ...]) -> tuple[list[floa
 
 @pytest.mark.jvm
 def test_retrieval_bait_pays_for_its_bulk_in_every_region(env, commits) -> None:
-    """The per-region algebra of the test below, on seed 0's 7 regions (~25 s; the 42-region CI is heavy)."""
-    bait_against_oracle(env, commits, SEEDS[:1])
+    """The per-region algebra of the test below, on the 7 regions of SEEDS (the 42-region CI is heavy)."""
+    bait_against_oracle(env, commits, SEEDS)
 
 
 @pytest.mark.heavy  # 42 regions, ~150 s (issue 39: CI time); the per-region algebra stays in CI (test above)
@@ -148,7 +151,7 @@ def test_retrieval_bait_earns_less_than_the_oracle(env, commits) -> None:
 @pytest.mark.jvm
 def test_hijacking_other_families_retrieval_costs(env, commits) -> None:
     """A region that takes over other families' retrieval with wrong steps is charged for their losses:
-    over the 14 regions its other-family part is never positive, is negative in several, costs more than
+    over the regions of SEEDS its other-family part is never positive, is negative in several, costs more than
     0.05 in the worst, and each charge is exactly the sum of the fallen episodes. (It can only cost where an
     other-family episode scored above 0 before the commit; most of them start at 0 or a few points.)"""
     infos = {(seed, family): commits("hijack", seed, family) for seed, family in cases(env)}
