@@ -99,8 +99,8 @@ def _cold_rounds(benchmark, ev: Evaluator, bank, episodes):
     return [r.to_dict() for r in out]
 
 
-# the pool's results equal the in-process ones in CI: tests/test_evaluation.py::test_worker_killed_mid_evaluation_is_replaced
-# (2 workers) and ::test_worker_that_died_while_idle_is_replaced (1 worker)
+# that the pool's results equal the in-process ones is checked in CI by tests/test_evaluation.py:
+# test_worker_killed_mid_evaluation_is_replaced (2 workers) and test_worker_that_died_while_idle_is_replaced (1)
 @pytest.mark.parametrize("workers", [pytest.param(0, id="workers0-inprocess"),
                                      pytest.param(1, id="workers1", marks=pytest.mark.measure),
                                      pytest.param(2, id="workers2", marks=pytest.mark.measure)])

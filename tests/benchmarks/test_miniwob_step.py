@@ -109,7 +109,8 @@ def test_adapter_start(benchmark, suite, perf):
     assert first.startswith("page: Click Button Task") and " button " in first
 
 
-@pytest.mark.measure  # a stock reset is ~5 s; that it shows the adapter's page: test_adapter_and_stock_see_the_same_tasks
+# a stock reset is ~5 s; that it shows the adapter's page: test_adapter_and_stock_see_the_same_tasks
+@pytest.mark.measure
 def test_stock_reset(benchmark, stock, perf):
     benchmark.group = "miniwob reset (click-button)"
     seeds = itertools.cycle(SEEDS)
@@ -146,7 +147,8 @@ def test_adapter_step(benchmark, suite, step_seed, perf):
     assert out.score == 0.0 and not out.done and 'textbox 1 "' in out.observation and 'value="abc"' in out.observation
 
 
-@pytest.mark.measure  # a reset and a step of stock's (~10 s); the pages' parity: test_adapter_and_stock_see_the_same_tasks
+# a reset and a step of stock's (~10 s); the pages' parity: test_adapter_and_stock_see_the_same_tasks
+@pytest.mark.measure
 def test_stock_step(benchmark, stock, suite, step_seed, perf):
     benchmark.group = "miniwob step (fill a text box)"
     suite.start(EpisodeTask(FAMILY, step_seed))

@@ -111,37 +111,38 @@ def _row(stdout: str, consolidator: str) -> dict[str, str]:
 
 
 @pytest.mark.jvm
-def test_an_executor_installed_as_an_entry_point_plays_the_episodes(tmp_path: Path) -> None:
+def test_an_executor_and_a_downstream_agent_installed_as_entry_points_play_and_score(tmp_path: Path) -> None:
+    """Two CLI runs of the oracle on one site holding both plug-ins: with ``--reward-agent no-memory`` the plug-in
+    agent scores (the oracle's bank cannot move it), and without it the built-in agent does (the same bank scores
+    higher); the plug-in executor plays every episode of both runs."""
     site = _install(tmp_path, "my_executor", EXECUTOR, "dreamer_gym.executors", "logged", "my_executor:build")
+    _install(tmp_path, "my_agent", AGENT, "dreamer_gym.agents", "no-memory", "my_agent:NoMemoryAgent")
     log = tmp_path / "played.jsonl"
-    proc = run_cli(site, "consolidate", "--consolidator", "keep-all", "--executor", "logged", *SMALL,
-                   PLUGIN_LOG=str(log))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    played = _log(log)
-    # keep-all: the bank before and after is the same, so one episode is played (the second is the cache's)
-    assert [p["family"] for p in played] == ["grow-plant"]
-    assert float(_row(proc.stdout, "keep-all")["score before"]) == pytest.approx(played[0]["score"], abs=0.05)
 
+    def lines(kind: str) -> list[dict[str, object]]:  # the executor's lines carry a pid, the agent's "offered"
+        return [x for x in _log(log) if kind in x]
 
-@pytest.mark.jvm
-def test_a_downstream_agent_installed_as_an_entry_point_is_the_reward_agent(tmp_path: Path) -> None:
-    site = _install(tmp_path, "my_agent", AGENT, "dreamer_gym.agents", "no-memory", "my_agent:NoMemoryAgent")
-    log = tmp_path / "played.jsonl"
-    proc = run_cli(site, "consolidate", "--consolidator", "oracle", "--reward-agent", "no-memory", *SMALL,
-                   PLUGIN_LOG=str(log))
+    proc = run_cli(site, "consolidate", "--consolidator", "oracle", "--executor", "logged", "--reward-agent",
+                   "no-memory", *SMALL, PLUGIN_LOG=str(log))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "no-memory agent" in proc.stdout  # the header names the reward agent
-    played = _log(log)
+    played = lines("offered")
     assert len(played) == 2 and {p["family"] for p in played} == {"grow-plant"}  # the bank before, and after
     assert all(int(p["offered"]) > 0 for p in played)  # it was offered memory, and played without it
+    assert [p["score"] for p in lines("pid")] == [p["score"] for p in played]  # the plug-in executor played them
     row = _row(proc.stdout, "oracle")
     assert row["score before"] == row["score after"]  # the oracle's bank cannot move an agent that ignores memory
     assert float(row["score before"]) == pytest.approx(played[0]["score"], abs=0.05)
     # ... while the same command with the built-in agent scores the oracle's bank higher: the plug-in did the scoring
-    builtin = run_cli(site, "consolidate", "--consolidator", "oracle", *SMALL, PLUGIN_LOG=str(log))
+    builtin = run_cli(site, "consolidate", "--consolidator", "oracle", "--executor", "logged", *SMALL,
+                      PLUGIN_LOG=str(log))
     assert builtin.returncode == 0, builtin.stderr[-3000:]
-    assert float(_row(builtin.stdout, "oracle")["score after"]) > float(_row(builtin.stdout, "oracle")["score before"])
-    assert len(_log(log)) == 2  # the built-in run did not go through the plug-in
+    row = _row(builtin.stdout, "oracle")
+    assert float(row["score after"]) > float(row["score before"])
+    assert len(lines("offered")) == 2  # the built-in run did not go through the plug-in agent ...
+    executed = lines("pid")[2:]  # ... but through the plug-in executor: the bank before and after, one episode each
+    assert [p["family"] for p in executed] == ["grow-plant"] * 2
+    assert float(row["score before"]) == pytest.approx(executed[0]["score"], abs=0.05)
 
 
 @pytest.mark.jvm
