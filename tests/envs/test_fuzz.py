@@ -244,7 +244,7 @@ def test_fuzz_step_never_raises(fuzzed, action_strategy):
     penalty = env.unwrapped.config.invalid_penalty
     max_emitted = env.unwrapped.config.max_emitted
 
-    @settings(max_examples=2000, deadline=None, database=None, derandomize=False,
+    @settings(max_examples=1000, deadline=None, database=None, derandomize=False,  # 2000 before (issue 39: CI time)
               suppress_health_check=list(HealthCheck))
     @given(action=action_strategy)
     def check(action):
@@ -273,7 +273,7 @@ def test_fuzz_step_never_raises(fuzzed, action_strategy):
         assert "score_after" not in info
 
     check()
-    assert fuzzed.steps >= 1000
+    assert fuzzed.steps >= 500
     # the fuzz reached the error paths and the accepting ones too (emits included)
     assert fuzzed.errors > fuzzed.steps // 2 and fuzzed.steps - fuzzed.errors >= 100
     assert fuzzed.max_new >= 1

@@ -19,10 +19,16 @@ ENV_ID = "MemoryConsolidation-ScienceWorld-v1"
 
 
 @pytest.fixture(scope="module")
-def env():
-    env = OpLevelWrapper(make_env(ENV_ID, eval_in_family=1, eval_other=0))
+def text_env():
+    """The text env under the wrapper; the consensus test plays it directly (one simulator for the module)."""
+    env = make_env(ENV_ID, eval_in_family=1, eval_other=0)
     yield env
     env.close()
+
+
+@pytest.fixture(scope="module")
+def env(text_env):
+    return OpLevelWrapper(text_env)
 
 
 def test_op_level_wrapper_passes_checker_and_masks_what_cannot_be_played(env: OpLevelWrapper) -> None:
@@ -63,13 +69,9 @@ def test_masked_and_malformed_ops_are_played_as_keep_and_counted(env: OpLevelWra
     assert reward == pytest.approx(0.0)
 
 
-def test_consensus_consolidator_beats_keep_all_on_a_grow_plant_region() -> None:
-    env = make_env(ENV_ID, eval_in_family=2, eval_other=0)
-    try:
-        consensus = run_episode(env, make_consolidator("consensus"), seed=0)
-        keep_all = run_episode(env, make_consolidator("keep-all"), seed=0)
-    finally:
-        env.close()
+def test_consensus_consolidator_beats_keep_all_on_a_grow_plant_region(text_env) -> None:
+    consensus = run_episode(text_env, make_consolidator("consensus"), seed=0)
+    keep_all = run_episode(text_env, make_consolidator("keep-all"), seed=0)
     assert consensus["family"] == "grow-plant" and keep_all["score_delta_parts"]["in_family"] == 0.0
     assert consensus["score_after"] > keep_all["score_after"] + 10  # detours out: the agent reaches the stages
     assert consensus["size_after"]["tokens"] < keep_all["size_after"]["tokens"] / 4
