@@ -9,9 +9,18 @@ the score still comes from real episodes), and one evaluation cache that every s
 plays the before side of each region once). Its bank seed is fixed, far from every shipped pool's seeds (verify
 draws one from the OS's entropy; a test must be reproducible), and so are its TEST variations and its episode
 secret. ``FreshDraw.seconds`` holds its cost.
+
+A fixed seed and fixed variations make the acquisition's pool the same every time, so it is stored
+(:data:`STORED`, ~8 KB, pinned by :data:`STORED_HASH`) and the fixture loads it instead of acquiring again (~25 s
+of real ScienceWorld on 2 cores): ``acquire=True`` acquires it afresh, as
+``tests/red_team/test_review.py::test_the_stored_fresh_draw_is_what_acquisition_makes`` (heavy) does to check the
+stored file; verify's own acquisition runs in CI in tests/leaderboard/test_verify.py. To rewrite the file after a
+change that moves the pool's hash: ``python tests/red_team/red_team_draw.py``.
 """
 from __future__ import annotations
 
+import shutil
+import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,8 +38,10 @@ from dreamer_gym.leaderboard.verify import (
 FRESH_SEED = SEED_LOW + 7_919  # a verify-range seed: far from the shipped pools' 0-5, 100-102 and 300-339
 EVAL_VARIATIONS = 3  # TEST variations per family: every region is scored on up to 3 distinct episodes of its own
 GOLD_VARIATIONS = 5  # TRAIN gold paths per family: what the oracle's facts are mined from (its animal lists)
-EPISODES = {"eval_in_family": 5, "eval_other": 2}  # per region (the track plays 20 and 4)
+EPISODES = {"eval_in_family": 2, "eval_other": 1}  # per region (the track plays 20 and 4)
 EPISODE_SECRET = "red-team-fixture"
+STORED = Path(__file__).resolve().parent / "data" / f"fresh-draw-{FRESH_SEED}.json.gz"
+STORED_HASH = "pca5225ea50551ddd"
 
 
 @dataclass
@@ -49,13 +60,26 @@ class FreshDraw:
         return {"store_path": str(self.work_dir / CACHE_FILE)}
 
 
-def make_fresh_draw(work: Path) -> FreshDraw:
-    """One fresh bank x the 4 held-out families in ``work``, and the oracle's banks on it."""
+def acquire_fresh(out: Path) -> tuple[Path, str]:
+    """The fresh bank acquired afresh (real acquisition on real ScienceWorld) into ``out``: ``(path, pool hash)``."""
+    pool, pool_hash, _ = acquire_pool(load_track("scienceworld"), [FRESH_SEED], out,
+                                      test_variations=fixed_test_variations(), gold_variations=GOLD_VARIATIONS)
+    return pool, pool_hash
+
+
+def make_fresh_draw(work: Path, acquire: bool = False) -> FreshDraw:
+    """One fresh bank x the 4 held-out families in ``work`` (the stored acquisition, or ``acquire``d afresh), and the
+    oracle's banks on it."""
+    from dreamer_gym.pool import load_pool
+
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
     shipped = load_track("scienceworld")
-    pool, pool_hash, _ = acquire_pool(shipped, [FRESH_SEED], work / "pool.json.gz", test_variations=fixed_test_variations(),
-                                      gold_variations=GOLD_VARIATIONS)
+    if acquire:
+        pool, pool_hash = acquire_fresh(work / "pool.json.gz")
+    else:
+        pool = Path(shutil.copy(STORED, work / "pool.json.gz"))
+        pool_hash = load_pool(str(pool), STORED_HASH).hash
     seconds["acquire_s"] = round(time.perf_counter() - clock, 1)
     track = replace(verification_track(shipped, pool, pool_hash, banks=1), **EPISODES)
     draw = FreshDraw(track, [], work, seconds=seconds)
@@ -73,3 +97,8 @@ def fixed_test_variations() -> dict[str, list[int]]:
     config = load_track("scienceworld").config()
     texts = load_or_build_pool(config.pool, config.suite, config.pool_hash, progress=False).task_texts["test"]
     return {family: sorted(texts[family])[:EVAL_VARIATIONS] for family in load_track("scienceworld").families}
+
+
+if __name__ == "__main__":  # rewrite the stored acquisition (then pin the hash it prints as STORED_HASH)
+    STORED.parent.mkdir(exist_ok=True)
+    print(acquire_fresh(STORED)[1], file=sys.stderr)

@@ -4,6 +4,7 @@ committed submissions of the scienceworld track, and ``constant``/``bait`` run t
 no simulator: both columns are pure text over the public pool."""
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 
 from dreamer_gym.consolidators import make_consolidator
 from dreamer_gym.consolidators.base import call
+from dreamer_gym.consolidators.oracle import ReferenceEvidence
 from dreamer_gym.envs.consolidation import ConsolidationEnv
 from dreamer_gym.leaderboard.grounding import FLAG_BELOW, public_trajectories, track_grounding
 from dreamer_gym.leaderboard.render import render
@@ -76,8 +78,14 @@ def drive(track: Any, name: str, banks: int | None = None) -> list[dict[str, Any
 
 @pytest.fixture(scope="module")
 def driven(track: Any) -> dict[str, list[dict[str, Any]]]:
-    """The red team's ``constant`` and ``bait`` on every region of the track, through the env's tools."""
-    return {name: drive(track, name, DRIVEN_BANKS) for name in ("constant", "bait")}
+    """The red team's ``constant`` and ``bait`` on every region of the track, through the env's tools. Their texts
+    are the oracle's, rebuilt at every commit by a fresh OracleConsolidator that reads the pool file's gold paths
+    again (~0.25 s a region, 80 regions); here the read is done once per pool, as OracleConsolidator.train_gold
+    means it to be (the same file, the same evidence: nothing the policies write changes)."""
+    load = ReferenceEvidence.load.__func__
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ReferenceEvidence, "load", classmethod(functools.cache(load)))
+        return {name: drive(track, name, DRIVEN_BANKS) for name in ("constant", "bait")}
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,7 @@ from dreamer_gym.leaderboard.similarity import reference_blocks
 from dreamer_gym.leaderboard.validate import NEAR_COPY, check_data, reported_columns, validate
 from dreamer_gym.leaderboard.verify import run_sandboxed, verified_record
 
-from red_team_draw import FRESH_SEED, FreshDraw
+from red_team_draw import FRESH_SEED, STORED_HASH, FreshDraw, acquire_fresh
 from typed_in import margin_line, paraphrase, paraphrased_texts, word_overlap, write_attack
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -198,6 +198,16 @@ def test_the_typed_in_paraphrase_needs_review_in_the_verified_and_the_rescored_t
     print(f"typed-in paraphrase on bank seed {FRESH_SEED}: verified score {record['summary']['score']:+.4f} (oracle "
           f"{oracle_score:+.4f}); reader similarity {record['reader_similarity']['mean']:.2f}, grounding "
           f"{record['grounding']['share']:.2f}; {review['reason']}; fixture {fresh_draw.seconds}, this test {seconds}")
+
+
+# the stored fresh draw (tests/red_team/red_team_draw.py) acquired again: real acquisition, ~25 s on 2 cores. In CI,
+# verify's acquisition runs in tests/leaderboard/test_verify.py::test_verify_runs_the_consolidator_in_its_sandbox_on_a_
+# fresh_draw, and the fixture loads the stored file by its pinned hash
+@pytest.mark.heavy
+@pytest.mark.jvm
+def test_the_stored_fresh_draw_is_what_acquisition_makes(tmp_path: Path) -> None:
+    _, pool_hash = acquire_fresh(tmp_path / "pool.json.gz")
+    assert pool_hash == STORED_HASH
 
 
 # --- recorded reviews -----------------------------------------------------------------------------------------

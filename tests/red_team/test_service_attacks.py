@@ -299,7 +299,7 @@ def test_a_direct_commit_without_a_live_token_is_refused_and_the_episode_is_unch
 
 def _tiny_track(**changes: Any) -> Track:
     data = {**load_track("scienceworld").__dict__, "name": "tiny", "families": (FAMILY,), "banks": (0,),
-            "eval_in_family": 1, "eval_other": 1, **changes}
+            "eval_in_family": 1, "eval_other": 0, **changes}
     return Track(**data)
 
 
