@@ -78,7 +78,7 @@ def suite():
 
 @pytest.mark.jvm
 def test_llm_agent_plays_real_episodes_deterministically(suite, pool, smollm2_backend) -> None:
-    agent = LLMAgent(AgentConfig(name="llm", max_steps=4), backend=smollm2_backend)
+    agent = LLMAgent(AgentConfig(name="llm", max_steps=2), backend=smollm2_backend)  # 2 steps: issue 39 (CI time)
     task = EpisodeTask(FAMILY, pool.variations(FAMILY, "dev")[0])
     suite.start(task)
     entries = agent.retrieve(suite.task_description(), pool.banks[0].entries)
@@ -86,7 +86,7 @@ def test_llm_agent_plays_real_episodes_deterministically(suite, pool, smollm2_ba
     first = agent.play(suite, task, entries)
     second = agent.play(suite, task, entries)
     assert first == second  # greedy decoding: the evaluation cache may rely on it
-    assert 1 <= first.steps <= 4 and len(first.actions) == first.steps
+    assert 1 <= first.steps <= 2 and len(first.actions) == first.steps
     assert 0.0 <= first.score <= 100.0 and first.error is None
     # every action it took was one the simulator accepts (snapped if the model's text was not)
     assert all(a and a == a.lower() for a in first.actions)
