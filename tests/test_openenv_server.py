@@ -143,8 +143,9 @@ def test_served_episode_equals_in_process(server: Server) -> None:
     assert {"score_before", "score_after", "reward_components", "comparable"} <= commit["info"].keys()
     assert commit["info"]["comparable"] is False  # the small evaluation is an experiment, and says so
 
-    # in-process: the same kwargs, seed, options and actions give the same observations and rewards
-    env = make_env(ENV_ID)
+    # in-process (env and reward service): the same kwargs, seed, options and actions give the same observations
+    # and rewards
+    env = make_env(ENV_ID, service="inprocess")
     try:
         obs, info = env.reset(seed=SEED, options=OPTIONS)
         local = [local_fields(obs, info)]
@@ -290,11 +291,12 @@ def test_a_client_past_max_sessions_is_told_the_server_is_at_capacity(server: Se
     from dreamer_gym.remote.openenv_server import ServerAtCapacity
 
     with connect(server.url) as first:
-        first.reset(seed=SEED, options=OPTIONS)
+        region = first.reset(seed=SEED, options=OPTIONS).observation.info["region"]
         second = connect(server.url, message_timeout_s=30)
         try:
             with pytest.raises(ServerAtCapacity, match=r"at capacity \(1 of 1 sessions open\).*--max-sessions"):
                 second.reset(seed=SEED, options=OPTIONS)
         finally:
             second.close()
-        assert first.step(call("commit")).done
+        kept = first.step(call("keep", ids=[region[0]["id"]]))  # no commit: that would start the session's JVM
+        assert kept.observation.result.startswith("kept 1 ") and not kept.done

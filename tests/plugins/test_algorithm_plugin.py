@@ -34,7 +34,7 @@ SOURCE = '''
         from dreamer_gym.consolidators import make_consolidator, run_episode
         from dreamer_gym.envs.consolidation import ConsolidationEnv
 
-        env = ConsolidationEnv.experiment(config.env_id, eval_in_family=1, eval_other=0)
+        env = ConsolidationEnv.experiment(config.env_id, eval_in_family=1, eval_other=0, service="inprocess")
         try:
             infos = [run_episode(env, make_consolidator(config.consolidator), seed=s) for s in config.seeds]
         finally:

@@ -43,3 +43,10 @@ def toy_overrides(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]
     path = tmp_path_factory.mktemp("toy-pool") / "toy-v0.json.gz"
     build_pool(make_suite("toy"), toy_suite.FAMILIES, seeds=(0, 1), eval_variations=6, gold_variations=3).save(path)
     return {"suite": "toy", "pool": str(path), "pool_hash": None, "eval_in_family": 3, "eval_other": 0}
+
+
+@pytest.fixture(scope="session")
+def toy_inprocess(toy_overrides: dict[str, object]) -> dict[str, object]:
+    """``toy_overrides`` with the reward service in this process: no service process to start for each env (what
+    these tests check is the trainer or the env, not the service's process boundary)."""
+    return {**toy_overrides, "service": "inprocess"}

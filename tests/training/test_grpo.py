@@ -1,7 +1,8 @@
 """Real GRPO steps on the real env (ScienceWorld through the reward service) with a tiny random Llama that
 uses SmolLM2's real tokenizer and chat template: parameters change, the loss is finite, only the policy's
-decision tokens carry loss, a group shares its region and episodes, and a resumed run takes the same next
-step as an uninterrupted one."""
+decision tokens carry loss, a group shares its region and episodes; and, on the pure-Python toy suite (the
+trainer under test, not the simulator), a resumed run takes the same next step as an uninterrupted one and the
+drop grammar commits what was not dropped."""
 from __future__ import annotations
 
 import dataclasses
@@ -17,7 +18,7 @@ from dreamer_gym.methods.grpo.trainer import GRPOTrainer, constrained_logprobs, 
 from dreamer_gym.training.logs import plot_curve, read_log
 
 pytestmark = pytest.mark.jvm
-CHEAP = {"eval_in_family": 1, "eval_other": 1}
+CHEAP = {"eval_in_family": 1, "eval_other": 1, "service": "inprocess"}  # the reward service in this process
 
 
 def _config(model: Path, out: Path, **kw: object) -> GRPOConfig:
@@ -87,8 +88,14 @@ def test_grpo_step_updates_policy_and_only_decision_tokens_carry_loss(tiny_model
         trainer.close()
 
 
-def test_resume_takes_the_same_next_step(tiny_model_dir: Path, tmp_path: Path) -> None:
-    whole = GRPOTrainer(_config(tiny_model_dir, tmp_path / "whole"))
+def test_resume_takes_the_same_next_step_and_a_checkpoint_loads_as_a_policy(
+        tiny_model_dir: Path, toy_inprocess: dict, tmp_path: Path) -> None:
+    """On the toy suite (``toy_inprocess``: real env, pool and reward service, a commit in milliseconds): what is
+    under test is the trainer's state, not the simulator's (the steps above play ScienceWorld)."""
+    def config(out: Path, **kw: object) -> GRPOConfig:
+        return _config(tiny_model_dir, out, env_overrides=toy_inprocess, min_region_entries=2, **kw)
+
+    whole = GRPOTrainer(config(tmp_path / "whole"))
     try:
         records = whole.train(progress=False)
         final = _trainable(whole.model)
@@ -96,13 +103,20 @@ def test_resume_takes_the_same_next_step(tiny_model_dir: Path, tmp_path: Path) -
         whole.close()
     assert [r["step"] for r in records] == [1, 2]
 
-    first = GRPOTrainer(_config(tiny_model_dir, tmp_path / "split", steps=1))
+    first = GRPOTrainer(config(tmp_path / "split", steps=1))
     try:
         first.train(progress=False)
+        saved = _trainable(first.model)
     finally:
         first.close()
-    assert (tmp_path / "split" / "checkpoint-1" / "adapter_model.safetensors").is_file()
-    second = GRPOTrainer(_config(tiny_model_dir, tmp_path / "split", seed=3))
+    checkpoint = tmp_path / "split" / "checkpoint-1"
+    assert (checkpoint / "adapter_model.safetensors").is_file()
+    model, _ = load_policy(str(tiny_model_dir), adapter=checkpoint)  # the checkpoint is the trained policy
+    loaded = _trainable(model)
+    assert saved.keys() == loaded.keys() and all(torch.equal(saved[n], loaded[n]) for n in saved)
+    assert any(not torch.equal(saved[n], final[n]) for n in saved)  # step 2 moved it: the check below means something
+
+    second = GRPOTrainer(config(tmp_path / "split", seed=3))
     try:
         resumed = second.train(progress=False)
         assert [r["step"] for r in resumed] == [2]
@@ -119,18 +133,6 @@ def test_resume_takes_the_same_next_step(tiny_model_dir: Path, tmp_path: Path) -
             "read_then_kept"} <= set(logged[-1])
     assert plot_curve(tmp_path / "split" / "log.jsonl", tmp_path / "curve.png").stat().st_size > 1000
     assert any((tmp_path / "split" / "tb").iterdir())  # TensorBoard event file
-
-
-def test_checkpoint_loads_as_a_policy(tiny_model_dir: Path, tmp_path: Path) -> None:
-    trainer = GRPOTrainer(_config(tiny_model_dir, tmp_path, steps=1))
-    try:
-        trainer.train(progress=False)
-        saved = _trainable(trainer.model)
-    finally:
-        trainer.close()
-    model, _ = load_policy(str(tiny_model_dir), adapter=tmp_path / "checkpoint-1")
-    loaded = _trainable(model)
-    assert saved.keys() == loaded.keys() and all(torch.equal(saved[n], loaded[n]) for n in saved)
 
 
 def test_grammar_numbers_are_prefix_free_and_translate_to_tool_calls() -> None:
@@ -164,8 +166,11 @@ def test_drop_grammar_edits_down_from_the_whole_region() -> None:
         CommandState.of(ids, "rewrite")
 
 
-def test_drop_grammar_rollouts_commit_what_was_not_dropped(tiny_model_dir: Path, tmp_path: Path) -> None:
-    trainer = GRPOTrainer(_config(tiny_model_dir, tmp_path, num_generations=3, grammar="drop", max_turns=2))
+def test_drop_grammar_rollouts_commit_what_was_not_dropped(tiny_model_dir: Path, toy_inprocess: dict,
+                                                           tmp_path: Path) -> None:
+    """On the toy suite (what is under test is the grammar's edit buffer and its commit, not the simulator)."""
+    trainer = GRPOTrainer(_config(tiny_model_dir, tmp_path, num_generations=3, grammar="drop", max_turns=2,
+                                  env_overrides=toy_inprocess, min_region_entries=2))
     try:
         rollouts = trainer.collector.collect(trainer.resets(0), 3, torch.Generator().manual_seed(1))
         prompt = trainer.tokenizer.decode(rollouts[0].tokens[: rollouts[0].prompt_len])

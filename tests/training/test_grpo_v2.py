@@ -20,7 +20,7 @@ def test_ops_rollouts_on_a_contract_2_window_show_the_bank_context_and_play_synt
                                                                                       tmp_path: Path) -> None:
     config = GRPOConfig(model=str(tiny_model_dir), output_dir=str(tmp_path), env_id=WINDOWS, steps=1, groups_per_step=1,
                         num_generations=3, max_turns=8, lora_r=4, grammar="ops", seed=3,
-                        env_overrides={"eval_in_family": 1, "eval_other": 0})
+                        env_overrides={"eval_in_family": 1, "eval_other": 0, "service": "inprocess"})
     trainer = GRPOTrainer(config)
     try:
         rollouts = trainer.collector.collect([(0, {"bank": 0, "region": "window:22-25"})], 3,

@@ -61,11 +61,11 @@ def _play(env: ConsolidationEnv, calls: list[str]) -> dict:
     return info
 
 
-def test_the_forced_commit_deletes_nothing_the_policy_did_not_decide_to_delete(toy_overrides: dict) -> None:
+def test_the_forced_commit_deletes_nothing_the_policy_did_not_decide_to_delete(toy_inprocess: dict) -> None:
     """keep: the region as it is (what was kept is no decision to delete the rest): score delta 0, size term 0,
     reward exactly 0, where the old forced commit of nothing kept paid the size term of an empty region.
     drop / ops: each drop or group op is a finished decision, the rest is kept."""
-    env = ConsolidationEnv.experiment(ENV_ID, **toy_overrides)
+    env = ConsolidationEnv.experiment(ENV_ID, **toy_inprocess)
     try:
         _, info = env.reset(seed=0)
         region = info["region"]
@@ -91,13 +91,13 @@ def test_the_forced_commit_deletes_nothing_the_policy_did_not_decide_to_delete(t
 
 
 def test_a_tools_batch_without_a_parseable_call_commits_the_region_and_warns(
-        toy_overrides: dict, caplog: pytest.LogCaptureFixture) -> None:
+        toy_inprocess: dict, caplog: pytest.LogCaptureFixture) -> None:
     """The issue's run: no rollout made a tool call TRL could parse. Every reward is now exactly 0 (the region as
     it is), not the +0.02 size bonus of an empty region, and the batch warns twice (no spread, no valid call)
     in the log and in TRL's metrics. A rollout that wrote entries and never committed has them undone."""
     caplog.set_level(logging.WARNING)
     metrics: dict[str, float] = {}
-    with make_environment_factory(ENV_ID, experiment=True, **toy_overrides) as factory:
+    with make_environment_factory(ENV_ID, experiment=True, **toy_inprocess) as factory:
         silent = [factory() for _ in range(2)]
         for e in silent:
             e.reset(seed=0)
@@ -125,7 +125,7 @@ def test_a_tools_batch_without_a_parseable_call_commits_the_region_and_warns(
 
 
 # --- every trainer warns in its own log -------------------------------------------------------------------------
-def test_a_grpo_step_without_reward_spread_warns_in_log_jsonl(tiny_model_dir: Path, toy_overrides: dict,
+def test_a_grpo_step_without_reward_spread_warns_in_log_jsonl(tiny_model_dir: Path, toy_inprocess: dict,
                                                               tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """A collapsed policy (temperature 1e-4: the G rollouts of a group write the same commands) gets one reward
     per group: the step warns, in the log and in ``log.jsonl``."""
@@ -134,7 +134,7 @@ def test_a_grpo_step_without_reward_spread_warns_in_log_jsonl(tiny_model_dir: Pa
     from dreamer_gym.training.logs import read_log
 
     caplog.set_level(logging.WARNING)
-    config = GRPOConfig(model=str(tiny_model_dir), output_dir=str(tmp_path), env_overrides=toy_overrides, steps=1,
+    config = GRPOConfig(model=str(tiny_model_dir), output_dir=str(tmp_path), env_overrides=toy_inprocess, steps=1,
                         groups_per_step=1, num_generations=3, max_turns=2, min_region_entries=2, lora_r=4,
                         temperature=1e-4, seed=2)
     trainer = GRPOTrainer(config)
@@ -150,14 +150,14 @@ def test_a_grpo_step_without_reward_spread_warns_in_log_jsonl(tiny_model_dir: Pa
     assert warning in _warnings(caplog)
 
 
-def test_an_oplevel_step_without_reward_spread_warns_in_log_jsonl(toy_overrides: dict, tmp_path: Path,
+def test_an_oplevel_step_without_reward_spread_warns_in_log_jsonl(toy_inprocess: dict, tmp_path: Path,
                                                                   caplog: pytest.LogCaptureFixture) -> None:
     """A policy collapsed onto ``keep`` commits the region unchanged in every sample: one reward, a warning."""
     from dreamer_gym.methods.oplevel.trainer import OpLevelConfig, OpLevelTrainer
     from dreamer_gym.training.logs import read_log
 
     caplog.set_level(logging.WARNING)
-    config = OpLevelConfig(env_overrides=toy_overrides, region_seeds=(0,), steps=1, regions_per_step=1, group_size=3,
+    config = OpLevelConfig(env_overrides=toy_inprocess, region_seeds=(0,), steps=1, regions_per_step=1, group_size=3,
                            output_dir=str(tmp_path))
     trainer = OpLevelTrainer(config)
     try:
@@ -176,11 +176,11 @@ def test_an_oplevel_step_without_reward_spread_warns_in_log_jsonl(toy_overrides:
     assert warning in _warnings(caplog)
 
 
-def test_sb3_shows_progress_and_logs_flat_rollouts(toy_overrides: dict, tmp_path: Path,
+def test_sb3_shows_progress_and_logs_flat_rollouts(toy_inprocess: dict, tmp_path: Path,
                                                    capfd: pytest.CaptureFixture[str]) -> None:
     from dreamer_gym.methods.oplevel.sb3 import SB3Config, train_maskable_ppo
 
-    config = SB3Config(env_overrides=toy_overrides, region_seeds=(0, 1), total_timesteps=4, n_steps=2, batch_size=2,
+    config = SB3Config(env_overrides=toy_inprocess, region_seeds=(0, 1), total_timesteps=4, n_steps=2, batch_size=2,
                        n_epochs=1, output_dir=str(tmp_path / "on"))
     assert train_maskable_ppo(config, progress=True).is_file()
     err = capfd.readouterr().err
@@ -211,13 +211,13 @@ def _text_recipe(model: Path, out: Path, overrides: dict, grammar: str) -> dict:
 
 
 @pytest.mark.parametrize("grammar", ["drop", "ops"])
-def test_trl_text_path_trains_under_every_grammar(tiny_model_dir: Path, toy_overrides: dict, tmp_path: Path,
+def test_trl_text_path_trains_under_every_grammar(tiny_model_dir: Path, toy_inprocess: dict, tmp_path: Path,
                                                   grammar: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from dreamer_gym.methods.grpo.commands import GRAMMARS
     from dreamer_gym.methods.grpo.trl_recipe import build_trl_trainer
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    trainer, closer = build_trl_trainer(_text_recipe(tiny_model_dir, tmp_path, toy_overrides, grammar))
+    trainer, closer = build_trl_trainer(_text_recipe(tiny_model_dir, tmp_path, toy_inprocess, grammar))
     try:
         assert trainer.rollout_func.grammar == grammar
         trainer.train()

@@ -1,5 +1,6 @@
 """The op-level baseline and Stable-Baselines3 on the real env: real updates change the policy, a
-checkpoint plays the same greedy ops as a consolidator, and MaskablePPO trains through the wrapper as is."""
+checkpoint plays the same greedy ops as a consolidator (on the toy suite), and MaskablePPO trains through the
+wrapper as is (on ScienceWorld)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,30 +29,39 @@ def test_group_advantages_are_zero_for_a_flat_group_and_z_scores_otherwise() -> 
     assert adv.tolist() == [-1.0, 1.0]
 
 
-@pytest.mark.parametrize("tie", ["entry", "class"])
-def test_oplevel_step_changes_the_policy_and_its_checkpoint_plays_as_a_consolidator(tmp_path: Path, tie: str) -> None:
-    config = OpLevelConfig(steps=1, regions_per_step=1, group_size=3, region_seeds=(0,), output_dir=str(tmp_path), seed=1,
-                           tie=tie)
-    env = OpLevelWrapper(make_env(ENV_ID, eval_in_family=1, eval_other=0))
-    trainer = OpLevelTrainer(config, env=env)
-    before = [p.detach().clone() for p in trainer.policy.parameters()]
-    (record,) = trainer.train(progress=False)
-    after = list(trainer.policy.parameters())
-    assert np.isfinite(record["loss"]) and record["families"] == ["grow-plant"]
-    assert sum(sum(c.values()) for c in record["ops_by_kind"].values()) == 3 * record["entries"]
-    if record["reward_max"] > record["reward"] + 1e-9:  # rewards differ in the group: a real gradient
-        assert any(not torch.equal(a, b) for a, b in zip(before, after))
-    policy, loaded = load_policy(tmp_path / "checkpoint-1")
-    assert loaded == config
-    consolidator = make_consolidator(f"oplevel:{tmp_path / 'checkpoint-1'}")
-    _, info = env.reset(seed=0)
-    features, mask = env.reset(seed=0)[0], info["action_mask"]
-    classes = entry_classes(info["region"]) if tie == "class" else None
-    greedy = trainer.policy.act(features, mask, info["n_entries"], 50, classes=classes)[: info["n_entries"]].tolist()
-    assert consolidator.ops(info) == greedy
-    final = run_episode(env.env, consolidator, seed=0)
-    assert final["last_error"] is None and final["invalid_calls"] == 0
-    trainer.close()
+def test_oplevel_steps_change_the_policy_and_their_checkpoints_play_as_consolidators(tmp_path: Path,
+                                                                                    toy_inprocess: dict) -> None:
+    """One step under each tie (``entry``, ``class``), on one env on the toy suite (``toy_inprocess``: the real
+    env, pool and reward service, a commit in milliseconds; MaskablePPO below plays ScienceWorld)."""
+    env = OpLevelWrapper(make_env(ENV_ID, **toy_inprocess))
+    try:
+        family = env.reset(seed=0)[1]["family"]
+        for tie in ("entry", "class"):
+            out = tmp_path / tie
+            config = OpLevelConfig(steps=1, regions_per_step=1, group_size=3, region_seeds=(0,), output_dir=str(out),
+                                   seed=1, tie=tie)
+            trainer = OpLevelTrainer(config, env=env)  # not closed: that would close the shared env
+            before = [p.detach().clone() for p in trainer.policy.parameters()]
+            (record,) = trainer.train(progress=False)
+            after = list(trainer.policy.parameters())
+            assert np.isfinite(record["loss"]) and record["families"] == [family], tie
+            assert sum(sum(c.values()) for c in record["ops_by_kind"].values()) == 3 * record["entries"]
+            if record["reward_max"] > record["reward"] + 1e-9:  # rewards differ in the group: a real gradient
+                assert any(not torch.equal(a, b) for a, b in zip(before, after)), tie
+            policy, loaded = load_policy(out / "checkpoint-1")
+            assert loaded == config
+            saved, trained = policy.state_dict(), trainer.policy.state_dict()  # the checkpoint holds the trained weights
+            assert saved.keys() == trained.keys() and all(torch.equal(saved[k], trained[k]) for k in saved), tie
+            consolidator = make_consolidator(f"oplevel:{out / 'checkpoint-1'}")
+            features, info = env.reset(seed=0)
+            mask = info["action_mask"]
+            classes = entry_classes(info["region"]) if tie == "class" else None
+            greedy = trainer.policy.act(features, mask, info["n_entries"], 50, classes=classes)[: info["n_entries"]]
+            assert consolidator.ops(info) == greedy.tolist(), tie
+            final = run_episode(env.env, consolidator, seed=0)
+            assert final["last_error"] is None and final["invalid_calls"] == 0, tie
+    finally:
+        env.close()
 
 
 def test_a_class_tied_policy_plays_one_op_per_kind_and_tags_and_credits_each_class_once() -> None:
@@ -81,12 +91,12 @@ def test_maskable_ppo_trains_on_the_op_level_wrapper_unchanged() -> None:
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.wrappers import ActionMasker  # noqa: F401 - the wrapper exposes action_masks() itself
 
-    env = OpLevelWrapper(make_env(ENV_ID, eval_in_family=1, eval_other=0))
-    model = MaskablePPO("MlpPolicy", env, n_steps=4, batch_size=4, n_epochs=1, seed=0, device="cpu",
+    env = OpLevelWrapper(make_env(ENV_ID, eval_in_family=1, eval_other=0, service="inprocess"))
+    model = MaskablePPO("MlpPolicy", env, n_steps=2, batch_size=2, n_epochs=1, seed=0, device="cpu",
                         policy_kwargs={"net_arch": [32]})
     before = [p.detach().clone() for p in model.policy.parameters()]
-    model.learn(total_timesteps=8)
-    assert model.num_timesteps == 8
+    model.learn(total_timesteps=2)  # one rollout of two commits, one update
+    assert model.num_timesteps == 2
     assert any(not torch.equal(a, b) for a, b in zip(before, model.policy.parameters()))
     obs, info = env.reset(seed=3)
     action, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)
@@ -102,7 +112,7 @@ def test_a_consensus_warm_start_makes_the_greedy_policy_the_rule_before_any_comm
 
     config = OpLevelConfig(region_seeds=(0, 1, 2), output_dir=str(tmp_path), warm_start="consensus",
                            warm_start_steps=150, seed=0)
-    trainer = OpLevelTrainer(config, env=OpLevelWrapper(make_env(ENV_ID)))
+    trainer = OpLevelTrainer(config, env=OpLevelWrapper(make_env(ENV_ID, service="inprocess")))
     try:
         stats = trainer.warm_start()
         assert stats["warm_start_agreement"] >= 0.95, stats
