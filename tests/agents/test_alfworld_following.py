@@ -55,7 +55,8 @@ def test_seen_items():
 
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory):
-    s = ALFWorldSuite(source="generated", cache_dir=tmp_path_factory.mktemp("alfworld-gen"))
+    # the session's cache of generated games, shared with tests/suites/test_alfworld.py (issue 39: CI time)
+    s = ALFWorldSuite(source="generated", cache_dir=tmp_path_factory.getbasetemp() / "alfworld-gen-dev")
     yield s
     s.close()
 

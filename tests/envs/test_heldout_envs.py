@@ -9,7 +9,6 @@ import pytest
 
 import dreamer_gym  # noqa: F401 - registers the ids
 from dreamer_gym.consolidators import make_consolidator, run_episode
-from dreamer_gym.contract.ids import LLM_VARIANTS
 from dreamer_gym.errors import SuiteError
 from dreamer_gym.suites.webarena import WEBARENA_VARS
 
@@ -19,17 +18,18 @@ GEN_ID = "MemoryConsolidation-ALFWorldGen-v1"
 WEB_ID = "MemoryConsolidation-MiniWoB-v1"
 
 
+# one in-family episode a commit (it was two; issue 39: CI time): each claim below is about a single game
 @pytest.fixture(scope="module")
 def gen_env():
-    env = make_env(GEN_ID, eval_in_family=2, eval_other=0)
+    env = make_env(GEN_ID, eval_in_family=1, eval_other=0)
     yield env
     env.close()
 
 
-@pytest.mark.parametrize("env_id", [GEN_ID, WEB_ID, LLM_VARIANTS[GEN_ID], LLM_VARIANTS[WEB_ID]])
+@pytest.mark.parametrize("env_id", [GEN_ID, WEB_ID])
 def test_check_env_passes(env_id):
-    """check_env never commits, so the LLM-agent ids load no model here (their reward is tested with the
-    real model in tests/agents/test_llm_agent.py)."""
+    """The LLM-agent ids of these suites differ only in the agent that plays commits, which check_env never
+    makes: tests/envs/test_llm_env.py runs check_env on them with the commit (issue 39: CI time)."""
     assert_check_env_clean(env_id)
 
 
@@ -90,15 +90,12 @@ def test_webarena_without_servers_fails_at_once(monkeypatch):
     assert "docker" in message.lower()
 
 
-@pytest.fixture(scope="module")
-def web_env():
-    env = make_env(WEB_ID, eval_in_family=2, eval_other=0)
-    yield env
-    env.close()
-
-
-def test_miniwob_pool_is_pinned_and_verbatim(web_env):
-    pool = web_env.unwrapped.pool
+def test_miniwob_pool_is_pinned_and_verbatim():
+    web_env = make_env(WEB_ID, service="inprocess")  # reads the pool; plays nothing
+    try:
+        pool = web_env.unwrapped.pool
+    finally:
+        web_env.close()
     assert pool.suite == "miniwob" and len(pool.families) == 11 and len(pool.banks) == 3
     assert pool.hash == web_env.unwrapped.config.pool_hash
     procs = [e.text for b in pool.banks for e in b if e.kind == "procedure"]
@@ -106,26 +103,24 @@ def test_miniwob_pool_is_pinned_and_verbatim(web_env):
 
 
 @pytest.mark.browser
-def test_miniwob_keep_is_zero_and_the_oracle_solves_what_raw_memory_cannot(web_env):
+def test_miniwob_keep_is_zero_the_oracle_solves_what_raw_memory_cannot_and_no_browser_outlives_close():
     """Raw choose-list procedures name their seed's option ("Select Nicaragua from the list..."): they do
-    not transfer. The oracle's template does, in real Chromium."""
-    options = {"family": "choose-list"}
-    keep = run_episode(web_env, make_consolidator("keep-all"), seed=0, options=options)
-    assert keep["return"] == 0.0 and keep["score_after"] == keep["score_before"]
-    oracle = run_episode(web_env, make_consolidator("oracle"), seed=0, options=options)
-    assert oracle["score_after"] == 100.0 and oracle["success_after"] == 1.0
-    assert oracle["score_before"] < 100.0
-
-
-@pytest.mark.browser
-def test_no_browser_outlives_close():
+    not transfer. The oracle's template does, in real Chromium. Closing the env stops the browser it started.
+    (One env and one browser for both claims, once two tests; issue 39: CI time.)"""
     import psutil
 
     before = set(psutil.Process().children(recursive=True))  # other fixtures' browsers are not ours
     env = make_env(WEB_ID, eval_in_family=1, eval_other=0)
-    run_episode(env, make_consolidator("oracle"), seed=0, options={"family": "click-tab"})
-    children = [p for p in psutil.Process().children(recursive=True) if p not in before]
-    assert any("chrom" in p.name().lower() for p in children)  # the evaluation started a real browser
-    env.close()
+    try:
+        options = {"family": "choose-list"}
+        keep = run_episode(env, make_consolidator("keep-all"), seed=0, options=options)
+        assert keep["return"] == 0.0 and keep["score_after"] == keep["score_before"]
+        oracle = run_episode(env, make_consolidator("oracle"), seed=0, options=options)
+        assert oracle["score_after"] == 100.0 and oracle["success_after"] == 1.0
+        assert oracle["score_before"] < 100.0
+        children = [p for p in psutil.Process().children(recursive=True) if p not in before]
+        assert any("chrom" in p.name().lower() for p in children)  # the evaluation started a real browser
+    finally:
+        env.close()
     gone, alive = psutil.wait_procs(children, timeout=10)
     assert [p.name() for p in alive] == []
