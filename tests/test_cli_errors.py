@@ -1,6 +1,11 @@
 """Errors, not tracebacks, at every door: each subcommand with a bad argument exits 2 with one line naming the
-problem, a missing optional extra is named with its install command (the module really blocked in a
-subprocess), and every table that counts failures says why under it."""
+problem, a missing optional extra is named with its install command (the module really blocked, in a process that
+never imported it), and every table that counts failures says why under it.
+
+The bad-argument walk calls the CLI's ``main`` in this process (what a subprocess adds is the interpreter's start);
+the blocked-module cases each run in a fresh fork of one process that imported only ``dreamer_gym.cli`` (with every
+module any case blocks refused), so no case sees a module an earlier case or test imported; one test runs the
+installed ``dreamer-gym`` console script itself."""
 from __future__ import annotations
 
 import json
@@ -10,9 +15,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import gymnasium
 import pytest
 import yaml
 
+from dreamer_gym.cli import main
 from dreamer_gym.evaluation.failures import failure_summary
 
 MISSING = "/nonexistent/dreamer-gym"
@@ -28,13 +35,63 @@ BLOCKER = textwrap.dedent("""
             return None
     sys.meta_path.insert(0, Blocker())
 """)
-CLI = BLOCKER + "from dreamer_gym.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+# the blocker, then the CLI imported (its parser built once) with every case's modules refused; each case (JSON on
+# stdin: blocked modules, argv) runs as `sys.exit(main(argv))` would, in a fork of that process with only its own
+# modules refused and its stdout and stderr in files; the process prints the cases' [returncode, stdout, stderr]
+FORKED_CLI = BLOCKER + textwrap.dedent("""
+    import json, os, tempfile, traceback
+    cases = json.load(sys.stdin)
+    from dreamer_gym.cli import build_parser, main
+    build_parser()  # the commands' modules, imported once (each case builds its parser anew)
+    results = []
+    for blocked, argv in cases:
+        out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        sys.stdout.flush(); sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            BLOCKED.clear(); BLOCKED.update(filter(None, blocked.split(",")))
+            os.dup2(out.fileno(), 1); os.dup2(err.fileno(), 2)
+            try:
+                code = main(argv)
+            except SystemExit as exc:  # as the interpreter exits on it: an int is the status, anything else printed
+                code = exc.code
+                if code is not None and not isinstance(code, int):
+                    print(code, file=sys.stderr)
+                    code = 1
+            except BaseException:  # as the interpreter: the traceback, exit status 1
+                traceback.print_exc()
+                code = 1
+            sys.stdout.flush(); sys.stderr.flush()
+            os._exit(code or 0)
+        _, status = os.waitpid(pid, 0)
+        texts = []
+        for f in (out, err):
+            f.seek(0); texts.append(f.read().decode())
+        results.append([os.waitstatus_to_exitcode(status), *texts])
+    json.dump(results, sys.__stdout__)
+""")
 
 
-def dreamer_gym(*args: str, blocked: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """The real CLI in a subprocess, with the modules in ``blocked`` (comma-separated) refused."""
-    return subprocess.run([sys.executable, "-c", CLI, blocked, *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "DREAMER_GYM_DEBUG": "", **(env or {})})
+def forked_cli(cases: list[tuple[str, list[str]]]) -> list[subprocess.CompletedProcess[str]]:
+    """Each ``(blocked, argv)``: the real CLI with the modules in ``blocked`` (comma-separated) refused, run in a
+    fresh fork of one process that imported the CLI with every case's blocked modules refused."""
+    every = ",".join(sorted({m for blocked, _ in cases for m in blocked.split(",") if m}))
+    proc = subprocess.run([sys.executable, "-c", FORKED_CLI, every], input=json.dumps(cases), capture_output=True,
+                          text=True, timeout=600, env={**os.environ, "DREAMER_GYM_DEBUG": ""})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [subprocess.CompletedProcess(argv, code, out, err)
+            for (_, argv), (code, out, err) in zip(cases, json.loads(proc.stdout))]
+
+
+def cli(*args: str, capsys: pytest.CaptureFixture[str]) -> subprocess.CompletedProcess[str]:
+    """The CLI's ``main`` in this process: its exit status (a ``SystemExit``'s code too), stdout and stderr."""
+    capsys.readouterr()
+    try:
+        code = main(list(args))
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), code, out, err)
 
 
 def assert_one_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
@@ -82,8 +139,11 @@ BAD_ARGUMENTS = [
 
 
 @pytest.mark.parametrize("argv, needles", BAD_ARGUMENTS, ids=[" ".join(a[:2]) for a, _ in BAD_ARGUMENTS])
-def test_every_subcommand_answers_a_bad_argument_with_one_line_and_exit_2(argv: list[str], needles: list[str]) -> None:
-    assert_one_error(dreamer_gym(*argv), *needles)
+def test_every_subcommand_answers_a_bad_argument_with_one_line_and_exit_2(argv: list[str], needles: list[str],
+                                                                          capsys: pytest.CaptureFixture[str],
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DREAMER_GYM_DEBUG", raising=False)
+    assert_one_error(cli(*argv, capsys=capsys), *needles)
 
 
 def test_the_walk_covers_every_subcommand() -> None:
@@ -98,15 +158,17 @@ def test_the_walk_covers_every_subcommand() -> None:
     assert {("leaderboard", name) for name in board.choices} <= walked
 
 
-def test_debug_shows_the_traceback() -> None:
-    for argv, env in ((["consolidate", "--env", TYPO, "--debug"], {}), (["consolidate", "--env", TYPO],
-                                                                       {"DREAMER_GYM_DEBUG": "1"})):
-        proc = dreamer_gym(*argv, env=env)
-        assert proc.returncode == 1 and "Traceback" in proc.stderr and "NameNotFound" in proc.stderr
+def test_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--debug`` (anywhere) or ``DREAMER_GYM_DEBUG=1``: ``main`` lets the error out, and the interpreter prints
+    its traceback."""
+    for argv, debug in ((["consolidate", "--env", TYPO, "--debug"], ""), (["consolidate", "--env", TYPO], "1")):
+        monkeypatch.setenv("DREAMER_GYM_DEBUG", debug)
+        with pytest.raises(gymnasium.error.NameNotFound, match="Did you mean"):
+            main(argv)
 
 
 # --- a missing extra is named, with its install command, before any work starts -----------------------------------
-@pytest.mark.parametrize("blocked, argv, needles", [
+MISSING_EXTRAS = [
     ("uvicorn", ["serve", "MemoryConsolidation-ScienceWorld-v0"],
      ["needs uvicorn (the [openenv] extra)", "pip install --no-deps openenv-core==0.3.0"]),
     ("openenv,uvicorn", ["serve", "MemoryConsolidation-ScienceWorld-v0"], ["openenv, uvicorn", "[openenv]"]),
@@ -120,17 +182,31 @@ def test_debug_shows_the_traceback() -> None:
      ["--executor ray needs ray (the [ray] extra)", 'pip install "dreamer-gym[ray]"']),
     ("torch", ["evaluate", "--consolidator", "prompted"], ["the prompted consolidator on the transformers backend",
                                                           "[llm]"]),
-], ids=["serve-uvicorn", "serve-openenv", "train-oplevel", "train-grpo", "train-sb3", "train-trl", "ray", "prompted"])
-def test_a_missing_extra_is_named_with_its_install_command(blocked: str, argv: list[str], needles: list[str]) -> None:
-    assert_one_error(dreamer_gym(*argv, blocked=blocked), *needles)
+]
+NO_TRAINING_EXTRA = "torch,transformers,trl,peft,stable_baselines3,sb3_contrib"
+HELP_WITHOUT_TRAINING = [["--help"], ["consolidate", "--help"], ["evaluate", "--help"]]
 
 
-def test_commands_other_than_train_need_no_training_extra() -> None:
+@pytest.fixture(scope="module")
+def blocked_runs() -> dict[tuple[str, tuple[str, ...]], subprocess.CompletedProcess[str]]:
+    """Every blocked-module case of this module, run at once: ``(blocked, argv)`` -> its run."""
+    cases = [(blocked, argv) for blocked, argv, _ in MISSING_EXTRAS]
+    cases += [(NO_TRAINING_EXTRA, argv) for argv in HELP_WITHOUT_TRAINING]
+    return {(blocked, tuple(argv)): proc for (blocked, argv), proc in zip(cases, forked_cli(cases))}
+
+
+@pytest.mark.parametrize("blocked, argv, needles", MISSING_EXTRAS, ids=[
+    "serve-uvicorn", "serve-openenv", "train-oplevel", "train-grpo", "train-sb3", "train-trl", "ray", "prompted"])
+def test_a_missing_extra_is_named_with_its_install_command(blocked: str, argv: list[str], needles: list[str],
+                                                           blocked_runs: dict) -> None:
+    assert_one_error(blocked_runs[(blocked, tuple(argv))], *needles)
+
+
+def test_commands_other_than_train_need_no_training_extra(blocked_runs: dict) -> None:
     """``train``'s flags come from its algorithm's config class (which imports torch): only a ``train`` command
     line builds them, so the other commands and ``--help`` work without torch."""
-    blocked = "torch,transformers,trl,peft,stable_baselines3,sb3_contrib"
-    for argv in (["--help"], ["consolidate", "--help"], ["evaluate", "--help"]):
-        proc = dreamer_gym(*argv, blocked=blocked)
+    for argv in HELP_WITHOUT_TRAINING:
+        proc = blocked_runs[(NO_TRAINING_EXTRA, tuple(argv))]
         assert proc.returncode == 0 and "usage: dreamer-gym" in proc.stdout, (argv, proc.stderr[-2000:])
 
 
@@ -181,19 +257,27 @@ def test_a_recipe_is_found_by_name_and_a_path_still_works(tmp_path: Path) -> Non
         resolve_config(tmp_path / "missing.yaml")
 
 
-def test_help_lists_every_subcommand_and_version_prints() -> None:
+def test_the_installed_command_lists_every_subcommand_in_its_help() -> None:
+    """The console script itself (the entry point pip installs), in a subprocess of its own."""
     import argparse
 
     from dreamer_gym.cli import build_parser
 
-    proc = dreamer_gym("--help")
-    assert proc.returncode == 0
+    script = Path(sys.executable).with_name("dreamer-gym")
+    assert script.is_file(), f"{script}: the package is not installed in this interpreter's environment"
+    proc = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "DREAMER_GYM_DEBUG": ""})
+    assert proc.returncode == 0 and proc.stdout.startswith("usage: dreamer-gym"), proc.stderr[-3000:]
     [sub] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     for choice in sub._choices_actions:  # each subcommand, one line with its help
         assert choice.help and f"{choice.dest}  " in proc.stdout, choice.dest
-    proc = dreamer_gym("--version")
+
+
+def test_version_prints_and_every_common_flag_has_help(capsys: pytest.CaptureFixture[str]) -> None:
+    proc = cli("--version", capsys=capsys)
     assert proc.returncode == 0 and proc.stdout.startswith("dreamer-gym ")
-    proc = dreamer_gym("consolidate", "--help")
+    proc = cli("consolidate", "--help", capsys=capsys)
+    assert proc.returncode == 0
     for flag in ("--env ", "--seeds ", "--consolidator "):
         line = next(line for line in proc.stdout.splitlines() if line.strip().startswith(flag.strip()))
         assert len(line.split()) > 2 or "registered" in proc.stdout, f"{flag} has no help"
@@ -222,12 +306,14 @@ def test_train_flags_override_the_recipe() -> None:
 
 
 @pytest.mark.jvm
-def test_train_oplevel_runs_from_a_shipped_recipe_made_small_by_flags(tmp_path: Path) -> None:
+def test_train_oplevel_runs_from_a_shipped_recipe_made_small_by_flags(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("torch")
     out = tmp_path / "run"
-    proc = dreamer_gym("train", "--algo", "oplevel", "--config", "oplevel-cpu", "--steps", "1", "--regions-per-step",
+    proc = cli("train", "--algo", "oplevel", "--config", "oplevel-cpu", "--steps", "1", "--regions-per-step",
                        "1", "--group-size", "2", "--region-seeds", "0", "--env-overrides",
-                       json.dumps({"eval_in_family": 1, "eval_other": 0}), "--output-dir", str(out), "--quiet")
+                       json.dumps({"eval_in_family": 1, "eval_other": 0}), "--output-dir", str(out), "--quiet",
+                       capsys=capsys)
     assert proc.returncode == 0, proc.stderr[-3000:]
     saved = yaml.safe_load((out / "config.yaml").read_text())
     assert (saved["steps"], saved["group_size"], saved["region_seeds"]) == (1, 2, [0])
