@@ -4,8 +4,11 @@ A submitter's consolidator runs in bubblewrap (dreamer_gym/leaderboard/sandbox.p
 only: it may not import the simulator, read the pool files, another checkout of the project, or the board's
 environment, reach the network, or take more memory, /tmp or processes than its limits; verify refuses to run
 without the sandbox, or with one whose self-test finds a canary. The attacks run through the real relay
-(run_sandboxed: the sandboxed child, the pipe, the real env and its process reward service) on the smallest track
-the code allows: one family, one bank, one region, one evaluation episode.
+(run_sandboxed: the sandboxed child, the pipe, the real env and its reward service) on the smallest track the code
+allows: one family, one bank, one region, one evaluation episode. An attack fails inside the sandbox before its
+region is scored, so its run uses the in-process service (:data:`OUT_HERE`: the service is out here, not under
+attack, and a process service would only add a start); the honest run, which scores, uses the process service as
+verify does.
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from dreamer_gym.leaderboard.sandbox_paths import package_root
 from dreamer_gym.leaderboard.verify import run_sandboxed, verify
 
 FAMILY = "pick_and_place_simple"
+OUT_HERE = {"service": "inprocess"}  # the reward service of an attack's run (module docstring)
 CHECKOUT = Path(__file__).resolve().parents[2]  # this checkout: its results and suites, as another copy would be
 ATTACKS = '''
 import json, os, socket, threading, time
@@ -235,7 +239,7 @@ def _uid_of(proc: Path) -> int | None:
 ])
 def test_an_attack_inside_the_sandbox_is_a_failure_not_a_score(code: Path, attack: str, said: str) -> None:
     with pytest.raises(SandboxViolation, match=f"failed inside the verify sandbox: .*({said})"):
-        run_sandboxed(small_track(), f"attacks:{attack}", Sandbox(code=(code,)), kind="contender")
+        run_sandboxed(small_track(), f"attacks:{attack}", Sandbox(code=(code,)), kind="contender", **OUT_HERE)
 
 
 def test_pid_one_holds_nothing_of_the_boards(code: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -245,7 +249,7 @@ def test_pid_one_holds_nothing_of_the_boards(code: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("BOARD_SECRET", token)
     monkeypatch.setenv("PATH", f"{os.environ['PATH']}{os.pathsep}/board-only-{token}")  # its PATH names its folders
     with pytest.raises(SandboxViolation, match="SEEN") as caught:
-        run_sandboxed(small_track(), "attacks:ReadsPidOne", Sandbox(code=(code,)), kind="contender")
+        run_sandboxed(small_track(), "attacks:ReadsPidOne", Sandbox(code=(code,)), kind="contender", **OUT_HERE)
     seen = str(caught.value)
     assert "1/cmdline=" in seen and "sandbox_child attacks:ReadsPidOne" in seen  # pid 1 is the child itself
     assert token not in seen and "BOARD_SECRET" not in seen and "board-only" not in seen and "--ro-bind" not in seen and "bwrap" not in seen
@@ -261,14 +265,14 @@ def test_a_resource_hog_is_stopped_with_its_reason_and_leaves_nothing(code: Path
                                                                       said: str) -> None:
     sandbox = Sandbox(code=(code,), limits=limits)
     with pytest.raises(SandboxViolation, match=said):
-        run_sandboxed(small_track(), f"attacks:{attack}", sandbox, kind="contender")
+        run_sandboxed(small_track(), f"attacks:{attack}", sandbox, kind="contender", **OUT_HERE)
     assert nothing_left_of(sandbox) == []  # every process killed, so the tmpfs went with its namespace
 
 
 def test_a_consolidator_past_its_time_is_stopped_and_leaves_nothing(code: Path) -> None:
     sandbox = Sandbox(code=(code,))
-    with pytest.raises(SandboxViolation, match=r"ran past its time in the sandbox \(5 s, `--timeout`\) and was stopped"):
-        run_sandboxed(small_track(), "attacks:Stalls", sandbox, kind="contender", timeout_s=5)
+    with pytest.raises(SandboxViolation, match=r"ran past its time in the sandbox \(3 s, `--timeout`\) and was stopped"):
+        run_sandboxed(small_track(), "attacks:Stalls", sandbox, kind="contender", timeout_s=3, **OUT_HERE)
     assert nothing_left_of(sandbox) == []
 
 
@@ -276,7 +280,7 @@ def test_a_consolidator_past_its_time_is_stopped_and_leaves_nothing(code: Path) 
 def test_a_thread_bomb_is_stopped_at_the_task_limit(code: Path) -> None:
     sandbox = Sandbox(code=(code,), limits=Limits(processes=64))
     with pytest.raises(SandboxViolation, match=r"can't start new thread.*task limit is 64 processes and threads"):
-        run_sandboxed(small_track(), "attacks:StartsThreads", sandbox, kind="contender")
+        run_sandboxed(small_track(), "attacks:StartsThreads", sandbox, kind="contender", **OUT_HERE)
     assert nothing_left_of(sandbox) == []
 
 

@@ -253,47 +253,51 @@ def test_validate_from_another_folder_finds_the_references_and_says_which(tmp_pa
     assert not (tmp_path / "results").exists()
 
 
-# -- attacks that need a run: a two-region track of the real held-out pool
+# -- attacks that need a run: a one-region track of the real held-out pool, one evaluation episode
 
 
 def tiny() -> Track:
     return Track(**{**load_track("scienceworld").__dict__, "name": "tiny-red", "families": ("lifespan-longest-lived",),
-                    "banks": (0, 1), "eval_in_family": 2, "eval_other": 1})
+                    "banks": (0,), "eval_in_family": 1, "eval_other": 0})
 
 
 TINY = {"tiny-red": tiny()}
 
 
-def submitted(rule: str, name: str, kind: str) -> dict:
+@pytest.fixture(scope="module")
+def honest() -> dict:
+    """dedupe's submission on the tiny track, as someone's contender: the attacker's own run (an in-process service:
+    what the attacker ran on its machine is not under test), which each attack below edits."""
     track = TINY["tiny-red"]
-    result = run_for_submission(track, make_consolidator(rule), progress=False)
-    return json.loads(dumps(build_submission(consolidator_block(name, kind=kind, config={"consolidator": rule}),
-                                             [(track, result)])))
+    result = run_for_submission(track, make_consolidator("dedupe"), progress=False, service="inprocess")
+    return json.loads(dumps(build_submission(consolidator_block("my-policy", kind="contender",
+                                                                config={"consolidator": "dedupe"}), [(track, result)])))
 
 
 @pytest.mark.jvm
-def test_a_fake_empty_anchor_is_refused_by_the_rules_rerun() -> None:
-    """keep-all's banks submitted as the `empty` rule (the normalisation anchor): the board re-runs `empty`."""
-    attack = submitted("keep-all", "empty", "fixed")
-    attack["consolidator"]["config"] = {"consolidator": "empty"}
+def test_a_fake_empty_anchor_is_refused_by_the_rules_rerun(honest: dict) -> None:
+    """dedupe's banks submitted as the `empty` rule (the normalisation anchor): the board re-runs `empty`."""
+    attack = copy.deepcopy(honest)
+    attack["consolidator"].update(name="empty", kind="fixed", config={"consolidator": "empty"})
     with pytest.raises(SubmissionError, match=r"`regions\[0\]\.emitted`: the package's 'empty' rule, re-run, commits "
                                               r"entries \[\], the submission lists \['e"):
         validate(attack, extra_tracks=TINY, progress=False)
 
 
 @pytest.mark.jvm
-def test_lowered_invalid_calls_are_counted_by_the_replay_of_the_calls() -> None:
-    """One invalid call sent first; the submission claims none and the reward without its penalty."""
-    honest = submitted("dedupe", "my-policy", "contender")
+def test_lowered_invalid_calls_are_counted_by_the_replay_of_the_calls(honest: dict, tmp_path: Path) -> None:
+    """One invalid call sent first; the submission claims none and the reward without its penalty. Both validations
+    replay the same calls onto the same banks: the second is served from the first's evaluation cache."""
+    honest = copy.deepcopy(honest)
     region = honest["tracks"][0]["regions"][0]
     region["calls"].insert(0, "this is not a tool call")
     region["tool_calls"] += 1
     attack = copy.deepcopy(honest)  # invalid_calls 0 and the reward unchanged: the lowered count and raised claim
     with pytest.raises(SubmissionError, match=r"`regions\[0\]\.invalid_calls`: the submission claims 0, the replay of "
                                               r"the submitted calls made 1"):
-        validate(attack, extra_tracks=TINY, progress=False)
+        validate(attack, extra_tracks=TINY, progress=False, cache=tmp_path)
     region["invalid_calls"] = 1
     region["claimed"]["reward"] -= TINY["tiny-red"].invalid_penalty
-    honest["tracks"][0]["claimed"]["score"] -= TINY["tiny-red"].invalid_penalty / 2
-    [record] = validate(honest, extra_tracks=TINY, progress=False)  # the true count is accepted, and paid
+    honest["tracks"][0]["claimed"]["score"] -= TINY["tiny-red"].invalid_penalty / len(honest["tracks"][0]["regions"])
+    [record] = validate(honest, extra_tracks=TINY, progress=False, cache=tmp_path)  # the true count is accepted, and paid
     assert record["records"][0]["invalid_calls"] == 1 and "builtin" not in record
