@@ -192,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     q.add_argument("--workers", type=int, default=1)
     s = sub.add_parser("size")
     s.add_argument("out", type=Path)
-    s.add_argument("--sizes", type=int, nargs="+", default=[40, 80, 120, 160, 200, 240, 320, 400, 497])
+    s.add_argument("--sizes", type=int, nargs="+", default=[20, 40, 80, 120, 160, 200, 240, 320, 400, 497])
     s.add_argument("--reps", type=int, default=2000)
     args = p.parse_args(argv)
     if args.cmd == "regions":
