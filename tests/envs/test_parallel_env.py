@@ -26,12 +26,9 @@ def env():
 
 
 @pytest.mark.timeout(600)
-def test_pettingzoo_parallel_api_test_passes():
-    e = parallel_env(ENV_ID, n_agents=2, service="inprocess")
-    try:
-        parallel_api_test(e, num_cycles=60)  # random tool calls never commit: each episode runs out of calls
-    finally:
-        e.close()
+def test_pettingzoo_parallel_api_test_passes(env):
+    """On the module's env (one simulator for the module, issue 39: CI time)."""
+    parallel_api_test(env, num_cycles=60)  # random tool calls never commit: each episode runs out of calls
 
 
 def test_pettingzoo_parallel_seed_test_passes():
@@ -39,7 +36,8 @@ def test_pettingzoo_parallel_seed_test_passes():
 
 
 def test_independent_keep_all_agents_give_exactly_the_keep_all_bank(env):
-    out = run_parallel_episode(env, KeepAllConsolidator(), seed=3)
+    # seed 0, as the next test: the same regions, so their before-scores are played once (issue 39: CI time)
+    out = run_parallel_episode(env, KeepAllConsolidator(), seed=0)
     bank_hash = env.agent_env("consolidator_0").pool.banks[out["consolidator_0"]["bank"]].hash
     for info in out.values():
         assert info["bank_before"] == info["bank_after"] == bank_hash
@@ -106,12 +104,13 @@ def test_bad_options_and_frozen_fields_raise_naming_the_fix(env):
 
 @pytest.mark.timeout(600)
 def test_board_dedupe_runs_through_the_reward_service_process():
-    """The default service (its own process): the joint commit crosses the pipe; board-dedupe posts and commits."""
-    e = parallel_env(ENV_ID, n_agents=3)
+    """The default service (its own process): the joint commit crosses the pipe; board-dedupe posts and commits.
+    (Two agents: the second drops what the first posted; it was three, issue 39: CI time.)"""
+    e = parallel_env(ENV_ID, n_agents=2)
     try:
         out = run_parallel_episode(e, BoardDedupeConsolidator(max_posts=4), seed=5)
     finally:
         e.close()
-    assert len(out) == 3 and len({i["bank_after"] for i in out.values()}) == 1
+    assert len(out) == 2 and len({i["bank_after"] for i in out.values()}) == 1
     assert all(len(i["board_posts"]) >= 1 for i in out.values())
     assert all(i["return"] == pytest.approx(sum(i["reward_components"].values())) for i in out.values())
