@@ -1,10 +1,11 @@
 """Fixtures for the LLM backend tests: the real SmolLM2-135M-Instruct on every backend.
 
-Heavy things (a loaded model, an in-process vLLM engine, a vLLM server) go through one
-:class:`HeavyEngines` registry that keeps at most ONE alive: this machine has 2 cores, and each vLLM
-engine start costs ~30-60 s of both. The ``backend_kind`` fixture is session-scoped and parametrized,
-so pytest groups the tests by backend (transformers, then vllm, then the server) and each engine
-starts once; the registry closes the previous one before it builds the next.
+Heavy things (an in-process vLLM engine, a vLLM server) go through one :class:`HeavyEngines` registry that
+keeps at most ONE alive: this machine has 2 cores, and each vLLM engine start costs ~30-60 s of both. The
+``backend_kind`` fixture is session-scoped and parametrized, so pytest groups the tests by backend
+(transformers, then vllm, then the server) and each engine starts once; the registry closes the previous one
+before it builds the next. The transformers battery runs on the session's ``smollm2_backend`` (tests/conftest.py),
+the model the agent, consolidator and CLI tests already load.
 """
 from __future__ import annotations
 
@@ -39,7 +40,9 @@ def backend_kind(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def backend(backend_kind: str, engines: HeavyEngines) -> LLMBackend:
+def backend(backend_kind: str, engines: HeavyEngines, request: pytest.FixtureRequest) -> LLMBackend:
+    if backend_kind == "transformers":  # the session's loaded model (tests/conftest.py): no second load
+        return request.getfixturevalue("smollm2_backend")
     return engines.get(backend_kind).backend
 
 
