@@ -47,7 +47,8 @@ def test_pool_is_pinned_and_holds_every_task_type(gen_env):
 
 @pytest.mark.alfworld
 def test_keep_whole_region_scores_exactly_zero(gen_env):
-    obs, info = gen_env.reset(seed=0, options={"family": "pick_clean_then_place_in_recep"})
+    # seed 1, as the oracle test below: the same games, played once for both (issue 39: CI time)
+    obs, info = gen_env.reset(seed=1, options={"family": "pick_clean_then_place_in_recep"})
     gen_env.step(call("keep", ids=[e["id"] for e in info["region"]]))
     _, reward, terminated, _, info = gen_env.step(call("commit"))
     assert terminated
