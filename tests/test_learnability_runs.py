@@ -31,9 +31,12 @@ from dreamer_gym.studies.learnability import (
 from dreamer_gym.studies.record_log import RecordLog, open_log
 
 ROOT = Path(__file__).resolve().parents[1]
-# two family regions, two rules, one draw, cross-fitted on halves of the variations: the smallest real study
+# two family regions, two rules, one draw, cross-fitted on halves of the variations, each commit scored on two
+# in-family episodes and one of another family (the id's 3 + 2 cut: nothing here needs the id's reward): the smallest
+# real study
 SMALL = LearnabilityConfig(env_id="MemoryConsolidation-ScienceWorld-v1", families=("use-thermometer",), banks=(0, 1),
-                           rules=("keep-all", "empty"), draws=1, fold_by="variation", bootstrap_resamples=200)
+                           rules=("keep-all", "empty"), draws=1, fold_by="variation", bootstrap_resamples=200,
+                           env_kwargs={"eval_in_family": 2, "eval_other": 1})
 
 
 def without_timing(records: list[dict]) -> list[dict]:
@@ -158,7 +161,8 @@ def test_a_killed_command_resumes_to_the_records_of_one_uninterrupted_run(tmp_pa
     out = tmp_path / "killed"
     cmd = [sys.executable, "-m", "dreamer_gym.cli", "learnability", "--env", config.env_id, "--families",
            "use-thermometer", "--banks", "0", "1", "2", "--rules", "keep-all", "empty", "--draws", "1", "--fold-by",
-           "variation", "--bootstrap-resamples", "200", "--out", str(out), "--quiet"]
+           "variation", "--bootstrap-resamples", "200", "--env-kwargs", json.dumps(config.env_kwargs),
+           "--out", str(out), "--quiet"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:

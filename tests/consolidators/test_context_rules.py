@@ -19,6 +19,8 @@ from dreamer_gym.consolidators.context_rules import CONTEXT_RULES
 from dreamer_gym.consolidators.op_rule import OP_RULES, make_rule
 from dreamer_gym.errors import ConfigError
 
+from helpers import make_env
+
 WINDOWS = "MemoryConsolidation-ScienceWorldWindows-v1"
 FAMILY = "MemoryConsolidation-ScienceWorld-v2"
 RULES = [f"rule:{name}" for name in CONTEXT_RULES]
@@ -145,11 +147,11 @@ def test_the_context_rule_commits_empty_where_every_task_is_covered(windows_env:
 
 @pytest.mark.jvm
 def test_rules_commit_on_the_family_id_and_through_the_command_line(capsys: pytest.CaptureFixture) -> None:
-    """Real commits (evaluation episodes) on the contract-2 family id: a synthesized procedure, and the context rule
-    through ``dreamer-gym consolidate --consolidator rule:context``."""
+    """Real commits (evaluation episodes, the fewest that still mix in another family) on the contract-2 family id: a
+    synthesized procedure, and the context rule through ``dreamer-gym consolidate --consolidator rule:context``."""
     from dreamer_gym.cli import main
 
-    env = gym.make(FAMILY)
+    env = make_env(FAMILY)  # the id with one in-family and one other-family evaluation episode
     try:
         info = run_episode(env, make_rule("rule:synthesize-procedures"), seed=0,
                            options={"bank": 0, "region": "use-thermometer"})
@@ -159,7 +161,7 @@ def test_rules_commit_on_the_family_id_and_through_the_command_line(capsys: pyte
     assert [e["kind"] for e in info["emitted"]] == ["procedure"]
     assert all(p["trajectory_id"] for p in info["emitted"][0]["provenance"])
     assert main(["consolidate", "--env", FAMILY, "--consolidator", "rule:context", "--families", "use-thermometer",
-                 "--seeds", "0", "--quiet"]) == 0
+                 "--seeds", "0", "--eval-in-family", "1", "--eval-other", "0", "--quiet"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if "rule:context" in line)
     assert "1.00" in row  # valid calls: every call accepted
 
