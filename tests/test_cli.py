@@ -1,4 +1,5 @@
-"""The command line, run as a real subprocess: LLM flags, the JSON record, and no API key anywhere."""
+"""The command line, run as a real subprocess where a run is the point: LLM flags, the JSON record, and no API key
+anywhere; flags and argument errors in this process."""
 from __future__ import annotations
 
 import json
@@ -21,7 +22,7 @@ def dreamer_gym(*args: str, env: dict[str, str] | None = None, timeout: float = 
 def test_unreachable_server_is_a_recorded_failure_and_the_key_never_leaks(tmp_path: Path) -> None:
     out = tmp_path / "record.json"
     proc = dreamer_gym("-v", "evaluate", "--consolidator", "prompted", "--backend", "openai", "--model", "m",
-                       "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "DG_TEST_KEY", "--timeout-s", "3",
+                       "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "DG_TEST_KEY", "--timeout-s", "3", "--retries", "0",
                        "--out", str(out), *SMALL, env={"DG_TEST_KEY": SECRET}, timeout=120)
     assert proc.returncode == 1, proc.stderr[-2000:]
     record = json.loads(out.read_text())
@@ -48,9 +49,11 @@ def test_evaluate_with_the_llm_reward_agent_writes_a_record(tmp_path: Path) -> N
     assert len(run["episodes"]) == 1 and 0.0 <= run["episodes"][0]["before"] <= 100.0
 
 
-def test_unknown_consolidator_is_a_clear_error() -> None:
-    proc = dreamer_gym("evaluate", "--consolidator", "magic", *SMALL, timeout=60)
-    assert proc.returncode != 0 and "unknown consolidator 'magic'" in proc.stderr
+def test_unknown_consolidator_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from dreamer_gym.cli import main  # in this process: the argument errors are tests/test_cli_errors.py's walk
+
+    assert main(["evaluate", "--consolidator", "magic", *SMALL]) != 0
+    assert "unknown consolidator 'magic'" in capsys.readouterr().err
 
 
 @pytest.mark.jvm
