@@ -23,12 +23,15 @@ EXAMPLES = sorted((ROOT / "docs" / "examples").glob("*.py"))
 # plug-ins, the vector env and the leaderboard submission stay in CI: every family of examples runs there.
 HEAVY_EXAMPLES = frozenset({"llm_quickstart.py", "byo_sb3.py", "verifiers_episode.py",
                             "byo_openenv.py", "byo_oplevel.py", "parallel_env.py", "ray_executor.py"})
+# the command-line arguments an example runs with here, where its docstring offers a smaller run
+EXAMPLE_ARGV = {"leaderboard_submit.py": ["1"]}  # one bank, not two: half the episodes of each of its three runs
 
 
 @pytest.mark.jvm
 @pytest.mark.parametrize("path", [pytest.param(p, id=p.name, marks=pytest.mark.heavy) if p.name in HEAVY_EXAMPLES
                                   else pytest.param(p, id=p.name) for p in EXAMPLES])
-def test_example_runs(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_example_runs(path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.argv", [str(path), *EXAMPLE_ARGV.get(path.name, [])])
     runpy.run_path(str(path), run_name="__main__")
     out = capsys.readouterr().out
     assert "score" in out

@@ -7,10 +7,12 @@ leaderboards/submissions/NAME.json` and `dreamer-gym leaderboard render` (docs/s
 shipped `scienceworld` track is cut in code to one family and two banks, and handed to `validate` as an extra
 track, as `validate --track FILE` does with a track file.
 
-Run: python docs/examples/leaderboard_submit.py   (a test runs this file)
+Run: python docs/examples/leaderboard_submit.py [BANKS]   (BANKS: how many banks, 2 if not given; a test runs this
+file with 1)
 """
 import copy
 import json
+import sys
 import tempfile
 from pathlib import Path
 
@@ -26,8 +28,9 @@ from dreamer_gym.leaderboard.submission import (
 )
 from dreamer_gym.leaderboard.validate import validate
 
+banks = tuple(range(int(sys.argv[1]) if len(sys.argv) > 1 else 2))
 small = Track(**{**load_track("scienceworld").__dict__, "name": "scienceworld-small",
-                 "families": ("lifespan-longest-lived",), "banks": (0, 1), "eval_in_family": 2, "eval_other": 1})
+                 "families": ("lifespan-longest-lived",), "banks": banks, "eval_in_family": 2, "eval_other": 1})
 tracks = {small.name: small}  # the board knows the shipped tracks; this one is added for the example
 
 result = run_for_submission(small, make_consolidator("dedupe"), progress=False)  # keeps the calls the board replays
