@@ -165,13 +165,17 @@ def test_learnability_command_on_real_scienceworld(tmp_path, capsys) -> None:
     from dreamer_gym.cli import main
 
     out = tmp_path / "study"
+    # each commit scored on 1 in-family episode and 1 of another family, not the id's 3 + 2: a reward field, so the
+    # study says it is not comparable to the id (whether a setting is: tests/test_validity.py, make_study_env)
     code = main(["learnability", "--families", "use-thermometer", "--banks", "0", "1", "--rules", "keep-all", "empty",
-                 "consensus", "--bootstrap-resamples", "200", "--out", str(out), "--quiet"])
+                 "consensus", "--bootstrap-resamples", "200", "--env-kwargs", '{"eval_in_family": 1, "eval_other": 1}',
+                 "--out", str(out), "--quiet"])
     assert code == 0 and "best constant" in capsys.readouterr().out
     record = json.loads((out / "learnability.json").read_text())
     summary = record["summary"]
     assert record["config"]["rules"] == ["keep-all", "empty", "consensus"] and len(record["records"]) == 2 * 3 * 2
-    assert summary["setting"]["comparable"] and summary["regions"] == 2 and summary["draws"] == 2
+    assert not summary["setting"]["comparable"] and summary["regions"] == 2 and summary["draws"] == 2
+    assert "**not comparable**" in (out / "learnability.md").read_text()
     assert all(r["reward"] == 0.0 for r in record["records"] if r["rule"] == "keep-all")  # bank v0 given back
     assert summary["per_rule"]["empty"]["mean"] < summary["per_rule"]["keep-all"]["mean"]
     lo, hi = summary["gap_ci95"]
