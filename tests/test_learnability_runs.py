@@ -31,12 +31,12 @@ from dreamer_gym.studies.learnability import (
 from dreamer_gym.studies.record_log import RecordLog, open_log
 
 ROOT = Path(__file__).resolve().parents[1]
-# two family regions, two rules, one draw, cross-fitted on halves of the variations, each commit scored on two
-# in-family episodes and one of another family (the id's 3 + 2 cut: nothing here needs the id's reward): the smallest
+# two family regions, two rules, one draw, cross-fitted on halves of the variations, each commit scored on one
+# in-family episode and one of another family (the id's 3 + 2 cut: nothing here needs the id's reward): the smallest
 # real study
 SMALL = LearnabilityConfig(env_id="MemoryConsolidation-ScienceWorld-v1", families=("use-thermometer",), banks=(0, 1),
                            rules=("keep-all", "empty"), draws=1, fold_by="variation", bootstrap_resamples=200,
-                           env_kwargs={"eval_in_family": 2, "eval_other": 1})
+                           env_kwargs={"eval_in_family": 1, "eval_other": 1})
 
 
 def without_timing(records: list[dict]) -> list[dict]:
