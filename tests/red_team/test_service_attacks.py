@@ -1,6 +1,7 @@
 """Red team: a policy that reaches the reward service itself (issue 29). Each test is an attack that used to
-work; it fails if the attack is accepted. Real process services on the real ScienceWorld pool; requests sent
-raw over the connection, past the client, so what is tested is the far side."""
+work; it fails if the attack is accepted. Real process services on the real ScienceWorld pool (the track runs of the
+attacking policies on one region of the alfworld-gen pool, whose simulator needs no JVM); requests sent raw over the
+connection, past the client, so what is tested is the far side."""
 from __future__ import annotations
 
 import json
@@ -303,6 +304,14 @@ def _tiny_track(**changes: Any) -> Track:
     return Track(**data)
 
 
+def _household_track() -> Track:
+    """One region of the alfworld-gen track, one evaluation episode: a track run whose simulator needs no JVM (what
+    the attackers below reach is the track's process service, the same whatever the suite)."""
+    track = load_track("alfworld-gen")
+    return Track(**{**track.__dict__, "name": "tiny-household", "families": track.families[:1], "banks": (0,),
+                    "eval_in_family": 1, "eval_other": 0})
+
+
 def test_a_track_service_opens_each_region_once_and_its_ledger_is_handed_out_once():
     track = _tiny_track()
     service = ProcessRewardService(track.config(), withhold=True)
@@ -354,9 +363,8 @@ class _Attacker:
         yield call("commit")
 
 
-@pytest.mark.jvm
 def test_a_policy_that_reopens_its_region_or_takes_the_ledger_early_gets_nothing():
-    track = _tiny_track()
+    track = _household_track()
     reopen = _Attacker("reopen")
     result = run_track(track, reopen, progress=False)  # refused, and the run goes on as the runner's
     assert "was opened already in this track run" in reopen.seen["reopen"] and len(result.records) == 1
@@ -366,9 +374,8 @@ def test_a_policy_that_reopens_its_region_or_takes_the_ledger_early_gets_nothing
     assert early.seen["ledger"] == []  # nothing was committed yet: no score to read
 
 
-@pytest.mark.jvm
 def test_a_commit_outside_the_runner_is_withheld_and_voids_the_run():
-    track = _tiny_track()
+    track = _household_track()
     steal = _Attacker("steal")
     with pytest.raises(RewardServiceError, match="not a live ticket"):  # the env's own commit finds its token used
         run_track(track, steal, progress=False)
