@@ -10,6 +10,10 @@ import pytest
 import dreamer_gym  # noqa: F401
 
 
+# ~10 s, two simulators (issue 39: CI time). In CI, tests/envs/test_vector_env.py's async case runs the same
+# gymnasium AsyncVectorEnv (SharedAsyncVectorEnv subclasses it, shared memory off) over these text spaces through
+# a reset, a keep and a commit, and checks the batched observations, rewards and infos.
+@pytest.mark.heavy
 @pytest.mark.jvm
 def test_async_vector_env_with_text_spaces() -> None:
     envs = gym.make_vec(
