@@ -29,7 +29,9 @@ DEV_ID = gen.SPLIT_RANGES["dev"].start  # the first dev variation of each task t
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("alfworld-gen")
+    """The session's cache of generated games, shared with tests/agents/test_alfworld_following.py (the same
+    first dev games; generating one costs 1-7 s; issue 39: CI time)."""
+    return tmp_path_factory.getbasetemp() / "alfworld-gen-dev"
 
 
 @pytest.fixture(scope="module")
