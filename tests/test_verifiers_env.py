@@ -28,10 +28,6 @@ from dreamer_gym.examples.verifiers_episode import (  # noqa: E402 - after the s
 )
 
 VF_EVAL = Path(sys.executable).with_name("vf-eval")
-# The test's own gym envs (the script's region, the replayed reward) run their referee in this process: where the
-# referee runs changes no reward (dreamer_gym.service), and vf-eval's env keeps the default process service
-# (issue 39: CI time)
-LOCAL = {**SMALL, "env_kwargs": {**SMALL["env_kwargs"], "service": "inprocess"}}
 
 
 def _episodes(run_root: Path) -> list[dict[str, Any]]:
@@ -46,7 +42,7 @@ def test_vf_eval_plays_a_scripted_episode_with_the_gym_envs_reward(tmp_path: Pat
     episode (a search, a malformed call, a keep, a commit) through its chat program against real ScienceWorld,
     and records the env's reward, which equals gym's on the same seed and calls."""
     seed, family = 1, "use-thermometer"
-    calls = scripted_calls(seed, family, **LOCAL)
+    calls = scripted_calls(seed, family, **SMALL)
     with ScriptedModel(calls) as model:
         proc = subprocess.run(
             [str(VF_EVAL), "dreamer-gym-verifiers", "-m", "scripted", "--client.base-url", model.base_url,
@@ -66,7 +62,7 @@ def test_vf_eval_plays_a_scripted_episode_with_the_gym_envs_reward(tmp_path: Pat
     assert "ERROR" in seen[2] and "3 in the new region" in seen[3], seen
     assert trace["metrics"]["invalid_calls"] == 1 and trace["metrics"]["committed"] == 1
     reward = trace["rewards"]["consolidation_reward"]["score"]
-    assert reward == gym_reward(seed, family, calls, **LOCAL)
+    assert reward == gym_reward(seed, family, calls, **SMALL)
     assert trace["info"]["commit"]["comparable"] is False  # an experiment on the id says so
 
 
