@@ -79,8 +79,8 @@ def test_the_wheel_holds_dreamer_gym_and_its_verifiers_name_only(tmp_path: Path)
     # the product's studies only (the lab's are in research/, not installed), and no recorded results: the data
     # is what the package reads at run time (pools, tracks, recipes, the schema, prompts), nothing a run wrote
     assert {n.rsplit("/", 1)[1] for n in names if n.startswith("dreamer_gym/studies/")} == {
-        "__init__.py", "fixed_referee.py", "folds.py", "learnability.py", "power.py", "record_log.py", "rule_tables.py",
-        "track_learnability.py", "track_power.py", "validity.py"}
+        "__init__.py", "fixed_referee.py", "folds.py", "learnability.py", "power.py", "record_log.py", "region_context.py",
+        "rule_tables.py", "topic_referee.py", "track_learnability.py", "track_power.py", "validity.py"}
     data = {n for n in names if not n.endswith(".py") and ".dist-info/" not in n}
     unexpected = sorted(n for n in data if not re.fullmatch(SHIPPED_DATA, n))
     assert data and not unexpected, unexpected

@@ -22,6 +22,9 @@ from llm_helpers import MAX_CONTEXT, HeavyEngines, alive, descendants
 pytestmark = pytest.mark.timeout(300)
 
 
+# heavy (CI time, 52 s: a second vLLM engine start): CI keeps the in-process battery below, the same VLLMBackend
+# code and engine with every property (deadline included); this checks the engine's child processes on demand
+@pytest.mark.heavy
 @pytest.mark.vllm
 def test_vllm_backend_with_engine_processes_aborts_and_close_reaps(engines: HeavyEngines) -> None:
     """VLLMBackend as users get it: the engine core and its worker in child processes (the battery below runs on
