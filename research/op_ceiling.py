@@ -117,12 +117,18 @@ def summarise(rows: list[RegionCeiling]) -> dict[str, Any]:
             for name in ("keep_all", "merge_procedures", "best")} | {"regions": len(rows), "flat": len(rows) - len(kept)}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v0")
+def ceiling_parser(description: str, env: str) -> argparse.ArgumentParser:
+    """The ceiling scripts' shared arguments: the id, the region seeds, the flat threshold and the output file."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--env", default=env)
     parser.add_argument("--seeds", type=int, nargs="+", default=list(range(12)))
     parser.add_argument("--flat-points", type=float, default=5.0)
     parser.add_argument("--out", type=Path, required=True)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = ceiling_parser(__doc__.split("\n")[0], "MemoryConsolidation-ScienceWorld-v0")
     args = parser.parse_args(argv)
     env = OpLevelWrapper(gym.make(args.env))
     rows = []

@@ -16,10 +16,8 @@ above empty on either half are flagged and left out.
 """
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -32,19 +30,18 @@ from dreamer_gym.consolidators.oracle import OracleConsolidator
 from dreamer_gym.envs.ops import DROP, KEEP, MERGE
 from dreamer_gym.methods.oplevel.wrapper import OpLevelWrapper
 from dreamer_gym.studies.folds import fold_map
+from research.op_ceiling import CeilingSearch, ceiling_parser
 
 Episodes = list[tuple[str, int, float]]  # (family, variation, score after)
 
 
-class Region:
-    """One region reset the same way each time: every assignment is scored once on every episode (memo)."""
+class Region(CeilingSearch):
+    """One region reset the same way each time (``research/op_ceiling.py``'s): every assignment is scored once on
+    every episode (memo)."""
 
     def __init__(self, env: OpLevelWrapper, seed: int) -> None:
-        self.env, self.seed = env, seed
-        _, info = env.reset(seed=seed)
-        self.entries: list[dict[str, Any]] = info["region"][: env.max_entries]
-        self.mask: np.ndarray = info["action_mask"]
-        self.family: str = info["family"]
+        super().__init__(env, seed)
+        self.entries: list[dict[str, Any]] = self.region
         self.memo: dict[tuple[int, ...], tuple[Episodes, int]] = {}
 
     def commit(self, ops: Sequence[int]) -> tuple[Episodes, int]:
@@ -58,7 +55,7 @@ class Region:
                               int(info["size_after"]["tokens"]))
         return self.memo[key]
 
-    def oracle(self) -> Episodes:
+    def oracle_episodes(self) -> Episodes:
         info = run_episode(self.env.env, OracleConsolidator(), seed=self.seed)
         return [(e["family"], int(e["variation"]), float(e["after"])) for e in info["episodes"]]
 
@@ -103,7 +100,7 @@ def crossfit_region(env: OpLevelWrapper, seed: int, flat_points: float) -> dict[
     keep, merged = [KEEP] * n, [MERGE if k == "procedure" else DROP for k in kinds]
     episodes = region.commit(keep)[0]
     folds = fold_map([(f, v) for f, v, _ in episodes], 2, seed, carry=True)
-    oracle = region.oracle()
+    oracle = region.oracle_episodes()
     halves = []
     for k in (0, 1):
         chosen_on = 1 - k
@@ -136,11 +133,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--env", default="MemoryConsolidation-ScienceWorld-v2")
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(12)))
-    parser.add_argument("--flat-points", type=float, default=5.0)
-    parser.add_argument("--out", type=Path, required=True)
+    parser = ceiling_parser(__doc__.split("\n")[0], "MemoryConsolidation-ScienceWorld-v2")
     args = parser.parse_args(argv)
     env = OpLevelWrapper(gym.make(args.env))
     if "synthesize" not in env.op_list:
