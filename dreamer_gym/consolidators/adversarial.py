@@ -80,6 +80,17 @@ class ConstantConsolidator:
 
     name = "constant"
 
+    def __init__(self) -> None:
+        # the texts are a function of the env's pool and limits, not of the region: built once per env (each
+        # build reads every family's gold paths)
+        self._texts: dict[tuple[int, str, tuple[int, int]], list[tuple[str, str]]] = {}
+
+    def cached_texts(self, env: gym.Env) -> list[tuple[str, str]]:
+        key = (id(env.unwrapped), str(env.unwrapped.pool.hash), _limits(env))
+        if key not in self._texts:
+            self._texts[key] = self.texts(env)
+        return self._texts[key]
+
     def texts(self, env: gym.Env) -> list[tuple[str, str]]:
         """``(kind, text)`` of every entry it writes, whatever the region."""
         oracle = OracleConsolidator()
@@ -93,7 +104,7 @@ class ConstantConsolidator:
             yield call("commit")
             return
         max_entries, max_tokens = _limits(env)
-        for kind, text in pack(self.texts(env), max_entries, max_tokens):
+        for kind, text in pack(self.cached_texts(env), max_entries, max_tokens):
             yield call("emit", kind=kind, text=text, provenance=_anchor(info))
         yield call("commit")
 
