@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # every non-Python file a wheel may hold: what the package reads at run time. A recorded result (a summary, a log,
 # a plot, a study's page) matches none of these, so it cannot ship by accident.
-SHIPPED_DATA = (r"dreamer_gym/(data/[\w-]+-v\d+\.json\.gz|data/webarena_tasks\.json|data/tracks/[\w-]+\.yaml|data/references/[\w-]+\.json"
+SHIPPED_DATA = (r"dreamer_gym/(data/[\w-]+-v\d+\.json\.gz|data/scienceworld-jvm-classes\.lst\.gz|data/webarena_tasks\.json|data/tracks/[\w-]+\.yaml|data/references/[\w-]+\.json"
                 r"|data/configs/[\w.-]+\.yaml|data/leaderboard/[\w-]+\.schema\.json|prompts/\w+\.md)")
 
 
@@ -71,7 +71,8 @@ def test_the_wheel_holds_dreamer_gym_and_its_verifiers_name_only(tmp_path: Path)
     for data in ("dreamer_gym/data/tracks/scienceworld.yaml", "dreamer_gym/data/tracks/tryout.yaml",
                  "dreamer_gym/data/references/tryout-oracle.json", "dreamer_gym/data/leaderboard/submission-v1.schema.json",
                  "dreamer_gym/data/scienceworld-heldout-v1.json.gz", "dreamer_gym/data/alfworld-gen-heldout-v1.json.gz",
-                 "dreamer_gym/data/scienceworld-heldout-v0.json.gz", "dreamer_gym/data/configs/oplevel-cpu.yaml"):
+                 "dreamer_gym/data/scienceworld-heldout-v0.json.gz", "dreamer_gym/data/configs/oplevel-cpu.yaml",
+                 "dreamer_gym/data/scienceworld-jvm-classes.lst.gz"):
         assert data in names, data
     # the runnable examples the docs link to and tests/test_docs.py runs (python -m dreamer_gym.examples.NAME)
     shipped = {n.removeprefix("dreamer_gym/examples/") for n in names if n.startswith("dreamer_gym/examples/")}
