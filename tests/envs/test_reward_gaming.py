@@ -25,6 +25,11 @@ ENV_ID = "MemoryConsolidation-ScienceWorld-v1"
 # text lifts another family's episode in 5 regions (seed 0: in none) and the oracle costs no other family.
 SEEDS = (1,)
 WIDE_SEEDS = tuple(range(6))  # 42 regions, as the validity study: for the one paired CI that must exclude 0
+# The CI tests play 3 of seed 1's 7 regions (issue 40: CI time; the module's commits drop from 29 to 13). Every claim
+# below held in each of the 7 (constant: other-family part 0, unpaid in 5; bait: clean, pays for its bulk; hijack:
+# negative in all 7); these are 3 of the 4 where the hijack costs more than 0.05 (grow-plant, the slowest, left out),
+# and the constant text lifts another family in 2 of them. The heavy 42-region CI plays every family.
+FAMILIES = ("find-plant", "power-component", "use-thermometer")
 
 
 class HijackConsolidator:
@@ -71,8 +76,11 @@ def commits(env: gym.Env):
     return get
 
 
-def cases(env: gym.Env, seeds: tuple[int, ...] = SEEDS) -> list[tuple[int, str]]:
-    return [(seed, family) for seed in seeds for family in env.unwrapped.pool.families]
+def cases(env: gym.Env, seeds: tuple[int, ...] = SEEDS,
+          families: tuple[str, ...] | None = FAMILIES) -> list[tuple[int, str]]:
+    """``(seed, family)`` regions: ``families`` (None: every family of the pool) on each seed."""
+    assert families is None or set(families) <= set(env.unwrapped.pool.families)
+    return [(seed, family) for seed in seeds for family in families or env.unwrapped.pool.families]
 
 
 def _other_family_paid(info: dict[str, Any]) -> tuple[float, float]:
@@ -100,12 +108,14 @@ def test_constant_text_earns_nothing_from_other_families(env, commits) -> None:
     assert max(unpaid) > 0.0, "the constant text never improved another family's episode: the guard was not exercised"
 
 
-def bait_against_oracle(env, commits, seeds: tuple[int, ...]) -> tuple[list[float], list[float], list[float]]:
-    """Per region of ``seeds``: bait is the oracle in-family, pays for its bulk, never earns from other families,
-    and ``bait - oracle`` is exactly its size part plus the other-family parts; returns ``(diffs, clean, unpaid)``
-    (``clean``: the regions where the oracle costs no other family, where bait must earn strictly less)."""
+def bait_against_oracle(env, commits, seeds: tuple[int, ...],
+                        families: tuple[str, ...] | None = FAMILIES) -> tuple[list[float], list[float], list[float]]:
+    """Per region of ``seeds`` x ``families`` (None: every family): bait is the oracle in-family, pays for its bulk,
+    never earns from other families, and ``bait - oracle`` is exactly its size part plus the other-family parts;
+    returns ``(diffs, clean, unpaid)`` (``clean``: the regions where the oracle costs no other family, where bait
+    must earn strictly less)."""
     diffs, unpaid, clean = [], [], []
-    for seed, family in cases(env, seeds):
+    for seed, family in cases(env, seeds, families):
         bait, oracle = commits("bait", seed, family), commits("oracle", seed, family)
         b_parts, o_parts = bait["score_delta_parts"], oracle["score_delta_parts"]
         assert b_parts["other_family"] <= 0.0
@@ -124,7 +134,7 @@ def bait_against_oracle(env, commits, seeds: tuple[int, ...]) -> tuple[list[floa
 
 @pytest.mark.jvm
 def test_retrieval_bait_pays_for_its_bulk_in_every_region(env, commits) -> None:
-    """The per-region algebra of the test below, on the 7 regions of SEEDS (the 42-region CI is heavy)."""
+    """The per-region algebra of the test below, on the regions of SEEDS x FAMILIES (the 42-region CI is heavy)."""
     bait_against_oracle(env, commits, SEEDS)
 
 
@@ -141,7 +151,7 @@ def test_retrieval_bait_earns_less_than_the_oracle(env, commits) -> None:
     regions it earns less than the oracle with a paired bootstrap 95% CI below 0."""
     from scipy.stats import bootstrap
 
-    diffs, _, unpaid = bait_against_oracle(env, commits, WIDE_SEEDS)
+    diffs, _, unpaid = bait_against_oracle(env, commits, WIDE_SEEDS, families=None)
     ci = bootstrap((np.array(diffs),), np.mean, confidence_level=0.95, n_resamples=2000, method="BCa",
                    random_state=np.random.default_rng(0)).confidence_interval
     assert ci.high < 0.0, (diffs, ci)
@@ -151,8 +161,8 @@ def test_retrieval_bait_earns_less_than_the_oracle(env, commits) -> None:
 @pytest.mark.jvm
 def test_hijacking_other_families_retrieval_costs(env, commits) -> None:
     """A region that takes over other families' retrieval with wrong steps is charged for their losses:
-    over the regions of SEEDS its other-family part is never positive, is negative in several, costs more than
-    0.05 in the worst, and each charge is exactly the sum of the fallen episodes. (It can only cost where an
+    over the regions of SEEDS x FAMILIES its other-family part is never positive, is negative in several, costs more
+    than 0.05 in the worst, and each charge is exactly the sum of the fallen episodes. (It can only cost where an
     other-family episode scored above 0 before the commit; most of them start at 0 or a few points.)"""
     infos = {(seed, family): commits("hijack", seed, family) for seed, family in cases(env)}
     others = {case: info["score_delta_parts"]["other_family"] for case, info in infos.items()}

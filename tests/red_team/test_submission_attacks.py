@@ -7,6 +7,7 @@ which is the point), refused before any re-score where the rule allows; the atta
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 import subprocess
@@ -92,18 +93,22 @@ def test_one_copied_region_among_honest_ones_is_refused() -> None:
         check_data(attack, references=[ORACLE])
 
 
-def test_no_honest_built_in_is_flagged_and_the_margin_holds() -> None:
+def test_no_honest_built_in_is_flagged_and_the_margin_holds(monkeypatch: pytest.MonkeyPatch) -> None:
     """The committed honest rows pass the copy check, and their closest new entry to an oracle entry stays
     0.1 below NEAR_COPY (measured: 0.51 on protocol 2's 12 regions, 0.56 on protocol 3's 160 regions x 12 rows
-    against 0.7: the closest honest entry creeps up as the track grows)."""
-    from dreamer_gym.leaderboard.copy_check import _overlap, _words
+    against 0.7: the closest honest entry creeps up as the track grows). The region check and the copy check that
+    check_data runs, without its schema check (2/3 of the time, issue 40: CI time; the attacks above run it whole)."""
+    import dreamer_gym.pool
+    from dreamer_gym.leaderboard.copy_check import _overlap, _words, check_not_a_reference_copy
 
+    # the same real pool for the 12 rows: check_regions loads it from disk on each call (~1 s), read only
+    monkeypatch.setattr(dreamer_gym.pool, "load_or_build_pool", functools.cache(dreamer_gym.pool.load_or_build_pool))
     track = load_track("scienceworld")
     worst = 0.0
     for name in HONEST:
         data = as_contender(committed(name), f"honest-{name}")
-        check_data(data, references=[ORACLE])
         ids = check_regions(0, track, data["tracks"][0])
+        check_not_a_reference_copy(0, track, data["tracks"][0], [ORACLE], ids)
         for j, (region, ref) in enumerate(zip(data["tracks"][0]["regions"], ORACLE["tracks"][0]["regions"])):
             theirs = [_words(e["text"]) for e in ref["emitted"] if e["id"] not in ids[j]]
             for entry in region["emitted"]:
@@ -139,8 +144,10 @@ LOOK_ALIKES = ("d\u0435dupe", "\uff44\uff45\uff44\uff55\uff50\uff45", "oracl\u04
 
 
 def test_each_look_alike_name_is_refused_before_any_rescore_with_a_name_that_passes() -> None:
+    dedupe = committed("dedupe")
+    dedupe["tracks"][0]["regions"][1:] = []  # one region: the name is refused before the regions are read (CI time)
     for name in LOOK_ALIKES:
-        attack = as_contender(committed("dedupe"), name)
+        attack = as_contender(dedupe, name)
         with pytest.raises(SubmissionError, match=r"^`consolidator\.name`: .* is not a row name: a row name matches "
                                                   r"\[a-z0-9\]\[a-z0-9:\._-\]\* \(ASCII lower case.*; try '") as caught:
             check_data(attack, references=[ORACLE])  # the checks before any re-score
@@ -148,7 +155,7 @@ def test_each_look_alike_name_is_refused_before_any_rescore_with_a_name_that_pas
         assert "\n" not in message, name
         suggestion = message.rsplit("try ", 1)[1].strip("'")
         assert check_name(suggestion) == suggestion, (name, suggestion)
-        assert builtin_rule(as_contender(committed("dedupe"), suggestion)["consolidator"]) is None  # no built-in's
+        assert builtin_rule(as_contender(dedupe, suggestion)["consolidator"]) is None  # no built-in's
 
 
 def test_every_committed_row_name_is_a_row_name() -> None:
