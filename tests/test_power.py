@@ -20,8 +20,9 @@ def test_sample_size_formulas() -> None:
 
 @pytest.mark.jvm
 def test_power_study_on_a_tiny_setting() -> None:
-    # one region (a family whose oracle reward varies across the reset seeds: the noise is not 0), three seeds
-    config = PowerConfig(families=("find-non-living-thing",), banks=(0,), episode_seeds=(0, 1, 2),
+    # one region (a family whose oracle reward varies across the reset seeds: the noise is not 0), two seeds (the
+    # fewest with a spread; issue 40: CI time, it was three)
+    config = PowerConfig(families=("find-non-living-thing",), banks=(0,), episode_seeds=(0, 1),
                          policies=("keep-all", "oracle"), resamples=300, max_n=64)
     summary = run(config, progress=False)
     assert summary["comparable"] and summary["regions"] == 1
