@@ -64,9 +64,11 @@ def test_constant_train_writes_training_families_whatever_the_region(env):
 
 @pytest.mark.jvm
 def test_no_red_team_policy_earns_the_oracles_reward(env):
-    """On real ScienceWorld, two regions of the training id and two of the held-out track (their settings on 2+1
+    """On real ScienceWorld, one region of the training id and two of the held-out track (their settings on 2+1
     evaluation episodes a commit, not 3+2: the claim is the ordering, not the scores): every non-privileged
-    red-team policy earns less than the oracle, summed. (The full bar, a paired CI over 42 and 24 regions against
+    red-team policy earns less than the oracle, summed. (The training id's second region, find-plant, was dropped
+    for CI time, issue 40: each policy was below the oracle on each of the two, copy-trajectory closest, 0.23 and
+    0.35 against 0.43 and 0.52.) (The full bar, a paired CI over 42 and 24 regions against
     the oracle and the best honest fixed baseline, is the study in docs/validity.md.)"""
     from dreamer_gym.consolidators import run_episode
 
@@ -74,8 +76,8 @@ def test_no_red_team_policy_earns_the_oracles_reward(env):
     config = env.unwrapped.config
     small = ConsolidationEnv(**{**{f.name: getattr(config, f.name) for f in fields(config)},
                                 "eval_in_family": 2, "eval_other": 1})
-    families = ([options["family"], "find-plant"] if "power-component" == options["family"]
-                else [options["family"], "lifespan-shortest-lived"])
+    training = options["family"] == "power-component"
+    families = [options["family"]] if training else [options["family"], "lifespan-shortest-lived"]
 
     def total(name: str) -> float:
         return sum(run_episode(small, make_consolidator(name), seed=0, options={"bank": 0, "family": f})["return"]
@@ -85,7 +87,7 @@ def test_no_red_team_policy_earns_the_oracles_reward(env):
         oracle = total("oracle")
         assert oracle > 0.2
         for name in RED_TEAM:
-            if name == "constant-train" and "find-plant" in families:
+            if name == "constant-train" and training:
                 continue  # on the training id it writes the oracle's own texts: a tie up to the size term, by design
             assert total(name) < oracle, name
     finally:

@@ -275,7 +275,7 @@ def test_no_commit_the_tools_accept_comes_near_the_cap():
 @pytest.mark.jvm
 def test_a_direct_commit_without_a_live_token_is_refused_and_the_episode_is_unchanged(env):
     """A policy that sends its own CommitRequest to ``env.unwrapped.service`` to preview a candidate."""
-    family = "grow-plant"
+    family = "find-non-living-thing"  # short episodes (grow-plant's are the longest: CI time)
     options = {"bank": 0, "family": family}
     env.reset(seed=3, options=options)
     used = env.unwrapped._ticket.token
