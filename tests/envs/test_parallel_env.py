@@ -32,7 +32,10 @@ def small_env(**kwargs) -> ConsolidationParallelEnv:
 
 @pytest.fixture(scope="module")
 def env():
-    e = small_env(service="inprocess")
+    """On the default service, its own process: every joint commit of the module crosses the pipe (one service
+    and simulator start for the module, issue 40: CI time)."""
+    e = small_env()
+    assert e.config.service == "process"
     yield e
     e.close()
 
@@ -112,21 +115,16 @@ def test_bad_options_and_frozen_fields_raise_naming_the_fix(env):
         crowded.close()
     with pytest.raises(FrozenParameterError, match="eval_in_family"):
         parallel_env(ENV_ID, eval_in_family=1)
-    referee = env.service.referee
-    request = CommitRequest(0, "grow-plant", referee.open(0, "grow-plant", 0).token, ())
-    with pytest.raises(RewardServiceError, match="must be disjoint"):
-        referee.commit_joint([request, request])
+    request = CommitRequest(0, "grow-plant", env.service.open(0, "grow-plant", 0).token, ())
+    with pytest.raises(RewardServiceError, match="must be disjoint"):  # the service process's referee refuses it
+        env.service.commit_joint([request, request])
 
 
 @pytest.mark.timeout(600)
-def test_board_dedupe_runs_through_the_reward_service_process():
-    """The default service (its own process): the joint commit crosses the pipe; board-dedupe posts and commits.
-    (Two agents: the second drops what the first posted; it was three, issue 39: CI time.)"""
-    e = small_env()  # the default service
-    try:
-        out = run_parallel_episode(e, BoardDedupeConsolidator(max_posts=4), seed=5)
-    finally:
-        e.close()
+def test_board_dedupe_runs_through_the_reward_service_process(env):
+    """The default service (its own process, the module's env): the joint commit crosses the pipe; board-dedupe
+    posts and commits. (Two agents: the second drops what the first posted; it was three, issue 39: CI time.)"""
+    out = run_parallel_episode(env, BoardDedupeConsolidator(max_posts=4), seed=5)
     assert len(out) == 2 and len({i["bank_after"] for i in out.values()}) == 1
     assert all(len(i["board_posts"]) >= 1 for i in out.values())
     assert all(i["return"] == pytest.approx(sum(i["reward_components"].values())) for i in out.values())
