@@ -33,7 +33,9 @@ from echo_suite import CRASH, ECHO, ECHO_AGENT, ECHO_BANK, KILLS_WORKER, LLM_DOW
 from helpers import child_jvms, descendants, is_scienceworld_jvm, pid_alive, wait_gone
 
 jvm = pytest.mark.jvm
-PER_FAMILY = 1  # dev variations per family: one episode of each of the pool's families
+PER_FAMILY = 1  # dev variations per family
+FAMILIES = 5  # the pool's first 5 families (of 7; issue 40: CI time): 5 episodes, enough for a 2-worker pool to be
+# killed mid-evaluation, and the crash script's first two families among them
 
 
 # --- the executor protocol, on a pure-Python suite ---------------------------------------------------------------
@@ -151,7 +153,7 @@ def test_executor_is_chosen_by_config(echo_tasks):
 @pytest.fixture(scope="module")
 def episodes(pool) -> list[EvalEpisode]:
     out = []
-    for family in pool.families:
+    for family in pool.families[:FAMILIES]:
         texts = pool.task_texts["dev"][family]
         for variation in sorted(texts)[:PER_FAMILY]:
             out.append(EvalEpisode(EpisodeTask(family, variation), texts[variation]))
