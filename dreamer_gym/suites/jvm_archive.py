@@ -1,14 +1,14 @@
-"""A class-data-sharing (CDS) archive for the ScienceWorld JVM: a third less start-up for every env, worker and test.
+"""A class-data-sharing (CDS) archive for the ScienceWorld JVM: a quarter less start-up for every env, worker, test.
 
 Why: every ScienceWorld env, evaluation worker and reward service starts its own JVM, and most of a start is the JVM
-loading and verifying the ~2,400 Scala and py4j classes the simulator touches (measured on this 2-core machine:
+loading and verifying the ~2,500 Scala, py4j and JDK classes the simulator touches (measured on this 2-core machine:
 2.4-2.5 s to a ready gateway without an archive, 1.4-1.8 s with one; docs/performance.md, "A shared class archive").
 Java 17 can map those classes from an archive file instead (``-XX:SharedArchiveFile``).
 
 How: the package ships the list of classes a representative run loads (``data/scienceworld-jvm-classes.lst.gz``,
-written by :func:`record_class_list`). The first JVM start on a machine dumps the archive from that list into the
-user cache (~3 s, once per jar, py4j jar and Java build), and every later start maps it. Anything that goes wrong
-(no cache folder, an old Java, a failed dump) leaves the JVM exactly as it was without an archive: the archive
+written by ``jvm_class_list.record_class_list``). The first JVM start on a machine dumps the archive from that list
+into the user cache (~3 s, once per jar, py4j jar and Java build), and every later start maps it. Anything that goes
+wrong (no cache folder, an old Java, a failed dump) leaves the JVM exactly as it was without an archive: the archive
 changes start-up, never behaviour (``-Xshare:auto`` maps it only when it matches, and the dump uses SerialGC, so no
 heap objects, and with them no identity hash codes, are archived; ``-XX:hashCode=2`` still holds).
 """
@@ -84,26 +84,3 @@ def _dump(classpath: str, path: Path, java: str) -> None:
         )
         os.replace(partial, path)
     logger.info("JVM class archive written to %s", path)
-
-
-def record_class_list(out: Path, java_opts: tuple[str, ...] = ()) -> int:
-    """Write the class list of a representative run (every training family's gold path on one JVM) to ``out``
-    (gzipped): the maintainers' step when the simulator's jar changes. Returns the number of classes."""
-    from dreamer_gym.suites.base import EpisodeTask
-    from dreamer_gym.suites.scienceworld import DEFAULT_JAVA_OPTS, FAMILIES, ScienceWorldSuite
-
-    with tempfile.TemporaryDirectory() as work:
-        listing = Path(work) / "classes.lst"
-        suite = ScienceWorldSuite(java_opts=(*DEFAULT_JAVA_OPTS, *java_opts, f"-XX:DumpLoadedClassList={listing}"),
-                                  class_archive=False)
-        with suite:
-            for family in FAMILIES:
-                task = EpisodeTask(family=family, variation=suite.variations(family, "train")[0])
-                path = suite.gold_path(task)
-                suite.start(task)
-                suite.valid_actions()
-                for action in path:
-                    suite.step(action)
-        lines = listing.read_text().splitlines()
-    out.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0))
-    return len(lines)

@@ -64,7 +64,7 @@ def test_a_cache_that_cannot_be_written_leaves_the_jvm_without_an_archive(tmp_pa
 
 
 def test_the_shipped_class_list_names_classes_of_the_installed_jars():
-    """The list is recorded for the pinned simulator (record_class_list); a new jar needs a new list."""
+    """The list is recorded for the pinned simulator (dreamer_gym.suites.jvm_class_list); a new jar needs a new list."""
     listed = {
         line.split()[0] for line in gzip.decompress(resources.files("dreamer_gym").joinpath("data", CLASS_LIST).read_bytes())
         .decode().splitlines() if line and not line.startswith(("#", "@"))
