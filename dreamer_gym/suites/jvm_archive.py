@@ -18,6 +18,7 @@ import gzip
 import hashlib
 import logging
 import os
+import shutil
 import subprocess
 import tempfile
 from importlib import resources
@@ -40,8 +41,14 @@ def cache_dir() -> Path:
 
 
 def _java_build(java: str) -> str:
-    done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60, check=True)
-    return done.stderr.strip()
+    """The Java binary behind ``java`` (resolved, with its size and time): no ``java -version`` run on every start.
+    A Java upgrade replaces the binary; and a JVM maps only an archive of its own build anyway (``-Xshare:auto``)."""
+    found = shutil.which(java)
+    if found is None:
+        raise FileNotFoundError(f"no `{java}` on PATH")
+    binary = Path(found).resolve()
+    stat = binary.stat()
+    return f"{binary}:{stat.st_size}:{stat.st_mtime_ns}"
 
 
 def archive_key(classpath: str, java: str = "java") -> str:
