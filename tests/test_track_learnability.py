@@ -157,3 +157,25 @@ def test_the_docs_table_quotes_the_recorded_studies(track: str, protocol: int) -
     lo, hi = s["gap_ci95"]
     row = next(line for line in page.splitlines() if f"track `{track}`, protocol {protocol}" in line)
     assert f"**{s['gap']:+.4f}** [{lo:+.4f}, {hi:+.4f}]" in row and f"| {s['regions']} |" in row
+
+
+def test_a_draft_protocols_staged_rows_are_read_with_the_bank_context(tmp_path: Path) -> None:
+    """research/protocol4.py stages the next protocol's rows (tier "draft") beside its draft track, shaped like an
+    archive. On a tool-contract-2 id the study adds the bank-context columns of each region, from a reset of it.
+    Here the staged rows are protocol 3's built-in rows relabelled (same regions, same TEST episodes)."""
+    from dreamer_gym.envs.bank_context import REGION_CONTEXT_FEATURES
+
+    (tmp_path / "tracks").mkdir()
+    shutil.copy(Path(__file__).parent.parent / "research" / "tracks" / "scienceworld-v4.yaml",
+                tmp_path / "tracks" / "scienceworld.yaml")
+    staged = builtin_rows(tmp_path / "results") / "scienceworld"
+    for path in staged.glob("*.json"):
+        path.write_text(json.dumps({**json.loads(path.read_text()), "tier": "draft", "protocol_version": 4}))
+    s = study(TrackLearnabilityConfig(track="scienceworld", bootstrap_resamples=50), archive=tmp_path)
+    assert s["protocol"] == 4 and s["env_id"] == "MemoryConsolidation-ScienceWorld-v2" and s["regions"] == 160
+    assert s["features"][-len(REGION_CONTEXT_FEATURES):] == list(REGION_CONTEXT_FEATURES)
+    stumps = {p["model"]: p for p in s["feature_policies"]}
+    assert set(REGION_CONTEXT_FEATURES) <= set(stumps)
+    # a family region holds every entry of its family, so nothing of its task lies outside it: on the family track
+    # the context is one value, and a stump on it plays one rule everywhere
+    assert len({stumps[name]["value"] for name in REGION_CONTEXT_FEATURES}) == 1

@@ -43,9 +43,11 @@ from typing import Any
 import numpy as np
 
 from dreamer_gym.consolidators.context_rules import CONTEXT_RULES
+from dreamer_gym.envs.bank_context import REGION_CONTEXT_FEATURES
 from dreamer_gym.errors import ConfigError
 from dreamer_gym.stats import iqm_difference, mean_difference, paired_difference
 from dreamer_gym.studies.fixed_referee import PairedReferee, constant_selection, referee, switch_selection
+from dreamer_gym.studies.region_context import context_columns
 from dreamer_gym.studies.folds import fold_map, fold_rewards  # noqa: F401  (fold_map: part of this module's API)
 from dreamer_gym.studies.topic_referee import study_topic_referee, topic_markdown
 from dreamer_gym.studies.learnability import (
@@ -64,6 +66,9 @@ from dreamer_gym.studies.learnability import (
 RULE_ROWS: tuple[str, ...] = ("keep-all", "empty", "dedupe", "consensus", "rule:merge-all", "rule:merge-procedures",
                               "rule:merge-procedures-keep-facts", "rule:abstract-procedures", "rule:procedures-only",
                               "rule:drop-insights", *(f"rule:{name}" for name in CONTEXT_RULES))
+# "draft": a row of the next protocol run by a maintainer before it ships (the track's real runner and reward
+# service, research/protocol4.py), kept in a staging folder shaped like an archive; the board never reads it
+READ_TIERS = ("re-scored", "draft")
 SEED_SUFFIX = re.compile(r"^(?P<base>.+)-seed(?P<seed>\d+)$")
 
 
@@ -104,8 +109,12 @@ class TrackView:
     families: tuple[str, ...]
     banks: tuple[int, ...]
     pool: str | None
+    listed: tuple[tuple[int, str], ...] | None = None  # a window track's region list
+    path: Path | None = None  # the track file, where the study read one (an archive or a draft's staging folder)
 
     def regions(self) -> list[tuple[int, str]]:
+        if self.listed is not None:
+            return list(self.listed)
         return [(b, f) for f in self.families for b in self.banks]
 
 
@@ -118,14 +127,16 @@ def track_view(track_name: str, archive: Path | None = None) -> TrackView:
         if not path.is_file():
             raise ConfigError(f"`--archive`: no {path}; an archive folder holds tracks/TRACK.yaml and results/TRACK/")
         d = yaml.safe_load(path.read_text())
+        listed = tuple((int(b), str(k)) for b, k in d["regions"]) if d.get("regions") else None
         return TrackView(d["name"], int(d["protocol_version"]), d["env_id"], tuple(d["families"]), tuple(d["banks"]),
-                         d.get("pool"))
+                         d.get("pool"), listed, path)
     from dreamer_gym.leaderboard.tracks import Track, load_track
 
     track = load_track(track_name)
     if not isinstance(track, Track):
         raise ConfigError(f"`--track`: {track_name!r} is a transfer track (a list of member tracks); name a member")
-    return TrackView(track.name, track.protocol_version, track.env_id, track.families, track.banks, track.pool)
+    return TrackView(track.name, track.protocol_version, track.env_id, track.families, track.banks, track.pool,
+                     tuple(track.regions()) if track.windows else None)
 
 
 def load_rows(track: TrackView, results_dir: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], Any]:
@@ -135,7 +146,7 @@ def load_rows(track: TrackView, results_dir: Path) -> tuple[dict[str, dict[str, 
     from dreamer_gym.leaderboard.board import load_results
 
     results = load_results(Path(results_dir)).get(track.name, [])
-    current = [r for r in results if r["tier"] == "re-scored" and r["protocol_version"] == track.protocol_version
+    current = [r for r in results if r["tier"] in READ_TIERS and r["protocol_version"] == track.protocol_version
                and len(r["records"]) == len(track.regions())]
     rules = {r["builtin"]: r for r in current if r.get("builtin") in RULE_ROWS}
     rules = {name: rules[name] for name in RULE_ROWS if name in rules}
@@ -197,17 +208,49 @@ def rule_table(config: TrackLearnabilityConfig, results_dir: str | Path | None =
                        for region in regions])
     if np.isnan(scores).any():
         raise ConfigError(f"track {config.track!r}: a fold holds no episode of some region; use fewer `folds`")
-    pool = load_pool(track.pool or ENV_IDS[track.env_id].pool)
-    x = np.array([[region_features([e.to_dict() for e in pool.banks[b] if e.family == f])[name] for name in FEATURES]
-                  for b, f in regions], dtype=float)
+    context = track_context(track)
+    if context is None:  # an id without the bank context: the region's own features, from the pool (protocol 3)
+        pool = load_pool(track.pool or ENV_IDS[track.env_id].pool)
+        own = [region_features([e.to_dict() for e in pool.banks[b] if e.family == f]) for b, f in regions]
+        context = [{} for _ in regions]
+        names: tuple[str, ...] = FEATURES
+    else:
+        own = [c.pop("own") for c in context]
+        names = FEATURES + REGION_CONTEXT_FEATURES
+    x = np.array([[{**o, **c}[name] for name in names] for o, c in zip(own, context, strict=True)], dtype=float)
     return {"track": track, "rule_rows": rule_rows, "policy_rows": policy_rows, "normaliser": normaliser,
-            "regions": regions, "rules": rules, "recs": recs, "folds": folds, "scores": scores, "x": x}
+            "regions": regions, "rules": rules, "recs": recs, "folds": folds, "scores": scores, "x": x,
+            "features": names, "context": context}
+
+
+def track_context(track: TrackView) -> list[dict[str, Any]] | None:
+    """Per region of a track on a tool-contract-2 id, what its policy was shown: the region's own features (``own``,
+    from the entries the env hands it) and the bank-context columns with the region's ``tasks``
+    (:func:`~dreamer_gym.studies.region_context.context_columns`), from one reset of each region (no evaluation
+    runs); None on an id without the bank context."""
+    from dreamer_gym.contract.ids import ENV_IDS
+    from dreamer_gym.envs.consolidation import ConsolidationEnv
+    from dreamer_gym.leaderboard.tracks import PROTOCOL_VERSION, Track, load_track
+
+    if ENV_IDS[track.env_id].tool_contract < 2:
+        return None
+    full = load_track(track.path or track.name, draft=track.protocol_version == PROTOCOL_VERSION + 1)
+    assert isinstance(full, Track)
+    env = ConsolidationEnv(**full.env_kwargs())
+    try:
+        out = []
+        for i, (bank, key) in enumerate(full.regions()):
+            info = env.reset(seed=full.seed + i, options=full.reset_options(bank, key))[1]
+            out.append({"own": region_features(info["region"]), **context_columns(info)})
+        return out
+    finally:
+        env.close()
 
 
 def topic_table(config: TrackLearnabilityConfig, table: Mapping[str, Any]) -> dict[str, Any] | None:
     """The leave-one-family-out referee on the track's table: fitted on the other held-out families."""
-    regions = [{"family": f, "bank": b} for b, f in table["regions"]]
-    return study_topic_referee(table["scores"], table["x"], FEATURES, table["rules"], regions,
+    regions = [{"family": f, "bank": b, **c} for (b, f), c in zip(table["regions"], table["context"], strict=True)]
+    return study_topic_referee(table["scores"], table["x"], table["features"], table["rules"], regions,
                                config.bootstrap_resamples, config.seed)
 
 
@@ -279,7 +322,8 @@ def study(config: TrackLearnabilityConfig, results_dir: str | Path | None = None
         "hindsight": {"constant": fit["hindsight_constant"], "choice": fit["hindsight_choice"],
                       "gap": fit["hindsight_gap"]},
         **table,
-        "feature_policies": feature_policies(scores, x, FEATURES, rules),  # cross-fitted on the same folds
+        "features": list(t["features"]),
+        "feature_policies": feature_policies(scores, x, t["features"], rules),  # cross-fitted on the same folds
         # fitted on the other held-out families, scored on the one left out (a topic the fit never saw)
         "topic_referee": topic_table(config, t),
         **referee(scores, rules, strata, strata, config.bootstrap_resamples, config.seed),
