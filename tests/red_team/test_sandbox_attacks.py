@@ -13,6 +13,7 @@ verify does.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import sys
@@ -115,6 +116,24 @@ class ReadsPidOne(DedupeConsolidator):
                 except OSError as exc:
                     seen.append(f"{proc.name}/{name}: {exc}")
         raise RuntimeError("SEEN " + " | ".join(seen))
+        yield
+
+
+class TriesEach(DedupeConsolidator):
+    """Each attack above on what the child may read or reach, one after another in one sandboxed run (one sandbox
+    start, not six: CI time): what stopped each, or that it got through (its first tool call)."""
+
+    ATTACKS = ("ReadsPidOne", "ImportsTheSimulator", "ReadsThePool", "ReadsTheProcedures", "PhonesHome",
+               "ReadsElsewhere")
+
+    def actions(self, env, obs, info):
+        said = []
+        for name in self.ATTACKS:
+            try:
+                said.append(f"{name} GOT THROUGH: {next(globals()[name]().actions(env, obs, info))[:200]}")
+            except Exception as exc:
+                said.append(f"{name}: {type(exc).__name__}: {exc}")
+        raise RuntimeError(" ## ".join(said))
         yield
 
 
@@ -229,30 +248,35 @@ def _uid_of(proc: Path) -> int | None:
         return None
 
 
-@pytest.mark.parametrize(("attack", "said"), [
-    ("ImportsTheSimulator", "ImportError: scienceworld is hidden inside the verify sandbox"),
-    ("ReadsThePool", "FileNotFoundError: .*No such file"),
-    ("ReadsTheProcedures", "ImportError: dreamer_gym.suites.scienceworld.PROCEDURES is hidden"),
-    ("PhonesHome", "OSError|gaierror|unreachable"),
-    ("ReadsElsewhere", "FileNotFoundError: .*No such file.*oracle.json' \\| .*No such file.*oracle.json' \\| "
-                       ".*No such file.*scienceworld.py' \\| .*No such file.*json.gz'"),
-])
-def test_an_attack_inside_the_sandbox_is_a_failure_not_a_score(code: Path, attack: str, said: str) -> None:
-    with pytest.raises(SandboxViolation, match=f"failed inside the verify sandbox: .*({said})"):
-        run_sandboxed(small_track(), f"attacks:{attack}", Sandbox(code=(code,)), kind="contender", **OUT_HERE)
+STOPPED_BY = {  # each attack of ``TriesEach``: what stopped it inside the sandbox
+    "ImportsTheSimulator": "ImportError: scienceworld is hidden inside the verify sandbox",
+    "ReadsThePool": "FileNotFoundError: .*No such file",
+    "ReadsTheProcedures": "ImportError: dreamer_gym.suites.scienceworld.PROCEDURES is hidden",
+    "PhonesHome": "OSError|gaierror|unreachable",
+    "ReadsElsewhere": "FileNotFoundError: .*No such file.*oracle.json' \\| .*No such file.*oracle.json' \\| "
+                      ".*No such file.*scienceworld.py' \\| .*No such file.*json.gz'",
+}
 
 
-def test_pid_one_holds_nothing_of_the_boards(code: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The board's environment (a planted variable) and bubblewrap's command line (its binds) are nowhere in what
-    the child can read of /proc; what it reads is its own command line."""
+def test_an_attack_inside_the_sandbox_is_a_failure_not_a_score(code: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every attack of :data:`STOPPED_BY` fails inside the sandbox, and so does the run; and pid 1 holds nothing of
+    the board's: its environment (a planted variable) and bubblewrap's command line (its binds) are nowhere in what
+    the child can read of /proc, where what it reads is its own command line."""
     token = secrets.token_hex(16)
     monkeypatch.setenv("BOARD_SECRET", token)
     monkeypatch.setenv("PATH", f"{os.environ['PATH']}{os.pathsep}/board-only-{token}")  # its PATH names its folders
-    with pytest.raises(SandboxViolation, match="SEEN") as caught:
-        run_sandboxed(small_track(), "attacks:ReadsPidOne", Sandbox(code=(code,)), kind="contender", **OUT_HERE)
-    seen = str(caught.value)
-    assert "1/cmdline=" in seen and "sandbox_child attacks:ReadsPidOne" in seen  # pid 1 is the child itself
-    assert token not in seen and "BOARD_SECRET" not in seen and "board-only" not in seen and "--ro-bind" not in seen and "bwrap" not in seen
+    with pytest.raises(SandboxViolation, match="failed inside the verify sandbox: RuntimeError: ReadsPidOne") as caught:
+        run_sandboxed(small_track(), "attacks:TriesEach", Sandbox(code=(code,)), kind="contender", **OUT_HERE)
+    message = str(caught.value)
+    said = dict(part.split(": ", 1) for part in message.split("RuntimeError: ", 1)[1].split(" ## "))
+    assert list(said) == ["ReadsPidOne", *STOPPED_BY], list(said)  # "NAME GOT THROUGH" where an attack did
+    for attack, stopped in STOPPED_BY.items():
+        assert re.search(stopped, said[attack]), (attack, said[attack])
+    seen = said["ReadsPidOne"]
+    assert seen.startswith("RuntimeError: SEEN ")
+    assert "1/cmdline=" in seen and "sandbox_child attacks:TriesEach" in seen  # pid 1 is the child itself
+    assert token not in message and "BOARD_SECRET" not in message and "board-only" not in message
+    assert "--ro-bind" not in seen and "bwrap" not in seen
 
 
 @pytest.mark.parametrize(("attack", "limits", "said"), [

@@ -1,8 +1,8 @@
 """Real GRPO steps on the real env (ScienceWorld through the reward service) with a tiny random Llama that
 uses SmolLM2's real tokenizer and chat template: parameters change, the loss is finite, only the policy's
 decision tokens carry loss, a group shares its region and episodes; and, on the pure-Python toy suite (the
-trainer under test, not the simulator), a resumed run takes the same next step as an uninterrupted one and the
-drop grammar commits what was not dropped."""
+trainer under test, not the simulator), a resumed run takes the same next step as an uninterrupted one, the
+drop grammar commits what was not dropped and the ops grammar the groups' ops."""
 from __future__ import annotations
 
 import dataclasses
@@ -32,11 +32,11 @@ def _trainable(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 def test_grpo_step_updates_policy_and_only_decision_tokens_carry_loss(tiny_model_dir: Path, tmp_path: Path) -> None:
-    trainer = GRPOTrainer(_config(tiny_model_dir, tmp_path, num_generations=3))
+    trainer = GRPOTrainer(_config(tiny_model_dir, tmp_path, num_generations=2))  # a group of 2 (CI time)
     try:
         before = _trainable(trainer.model)
         resets = trainer.resets(0)
-        rollouts = trainer.collector.collect(resets, 3, torch.Generator().manual_seed(0))
+        rollouts = trainer.collector.collect(resets, 2, torch.Generator().manual_seed(0))
         # the group shares one reset: same region (prompt), same bank v0 and the same evaluation episodes
         assert len({tuple(r.tokens[: r.prompt_len]) for r in rollouts}) == 1
         assert len({r.info["bank_before"] for r in rollouts}) == 1
@@ -222,10 +222,23 @@ def test_ops_grammar_decides_one_op_per_group_in_order_then_plays_the_op_level_r
         CommandState.of([e["id"] for e in region], "ops")
 
 
-def test_ops_grammar_rollouts_commit_the_groups_ops(tiny_model_dir: Path, tmp_path: Path) -> None:
-    trainer = GRPOTrainer(_config(tiny_model_dir, tmp_path, num_generations=3, grammar="ops", max_turns=6))
+def test_ops_grammar_rollouts_commit_the_groups_ops(tiny_model_dir: Path, toy_inprocess: dict, tmp_path: Path) -> None:
+    """On the toy suite (what is under test is the grammar's group ops, their commit and the step's log, not the
+    simulator: ops rollouts on ScienceWorld are test_grpo_v2's); the rollouts checked are the ones a real
+    ``train_step`` collected and updated on (CI time)."""
+    trainer = GRPOTrainer(_config(tiny_model_dir, tmp_path, num_generations=3, grammar="ops", max_turns=6,
+                                  env_overrides=toy_inprocess, min_region_entries=2))
+    rollouts: list = []
     try:
-        rollouts = trainer.collector.collect(trainer.resets(0), 3, torch.Generator().manual_seed(1))
+        collect = trainer.collector.collect
+
+        def collect_and_keep(*args: object, **kwargs: object) -> list:
+            rollouts.extend(collected := collect(*args, **kwargs))
+            return collected
+
+        trainer.collector.collect = collect_and_keep
+        record = trainer.train_step()
+        assert len(rollouts) == 3
         prompt = trainer.tokenizer.decode(rollouts[0].tokens[: rollouts[0].prompt_len])
         assert "merge G - " in prompt and "A. " in prompt and "keep N M" not in prompt
         for r in rollouts:
@@ -236,7 +249,6 @@ def test_ops_grammar_rollouts_commit_the_groups_ops(tiny_model_dir: Path, tmp_pa
             played = {c.split()[1]: c.split()[0] for c in r.commands[:-1]}
             assert r.keep_all == (set(played.values()) == {"keep"})
             assert math.isfinite(r.reward)
-        record = trainer.train_step()
         assert sum(record["group_ops"].values()) == sum(r.info["size_before"]["entries"] for r in rollouts)
     finally:
         trainer.close()
