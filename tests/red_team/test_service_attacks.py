@@ -363,25 +363,33 @@ class _Attacker:
         yield call("commit")
 
 
-def test_a_policy_that_reopens_its_region_or_takes_the_ledger_early_gets_nothing():
+@pytest.fixture(scope="module")
+def track_cache(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The attacked track runs below share one evaluation cache (``store_path``, a free parameter): each run is a
+    fresh track service with its own ledger and tickets, but an episode one run played is not played again (CI
+    time; the cache is what verify's stages share too)."""
+    return {"store_path": str(tmp_path_factory.mktemp("track-cache") / "episodes.sqlite")}
+
+
+def test_a_policy_that_reopens_its_region_or_takes_the_ledger_early_gets_nothing(track_cache):
     track = _household_track()
     reopen = _Attacker("reopen")
-    result = run_track(track, reopen, progress=False)  # refused, and the run goes on as the runner's
+    result = run_track(track, reopen, progress=False, **track_cache)  # refused, and the run goes on as the runner's
     assert "was opened already in this track run" in reopen.seen["reopen"] and len(result.records) == 1
     early = _Attacker("finish")
     with pytest.raises(RewardServiceError, match="no more commits"):  # the run is void, not scored
-        run_track(track, early, progress=False)
+        run_track(track, early, progress=False, **track_cache)
     assert early.seen["ledger"] == []  # nothing was committed yet: no score to read
 
 
-def test_a_commit_outside_the_runner_is_withheld_and_voids_the_run():
+def test_a_commit_outside_the_runner_is_withheld_and_voids_the_run(track_cache):
     track = _household_track()
     steal = _Attacker("steal")
     with pytest.raises(RewardServiceError, match="not a live ticket"):  # the env's own commit finds its token used
-        run_track(track, steal, progress=False)
+        run_track(track, steal, progress=False, **track_cache)
     assert steal.seen["result"].reward is None and "score_after" not in steal.seen["result"].info
     off = _Attacker("off-track")
     with pytest.raises(RewardServiceError, match=r"ledger holds 2 commit\(s\) for the 1 region\(s\) the runner "
                                                  r"visited .*a commit was made outside the runner"):
-        run_track(track, off, progress=False)
+        run_track(track, off, progress=False, **track_cache)
     assert off.seen["result"].reward is None and "episodes" not in off.seen["result"].info
