@@ -1,8 +1,8 @@
-"""Real GRPO steps on the real env (ScienceWorld through the reward service) with a tiny random Llama that
-uses SmolLM2's real tokenizer and chat template: parameters change, the loss is finite, only the policy's
-decision tokens carry loss, a group shares its region and episodes; and, on the pure-Python toy suite (the
-trainer under test, not the simulator), a resumed run takes the same next step as an uninterrupted one, the
-drop grammar commits what was not dropped and the ops grammar the groups' ops."""
+"""Real GRPO steps on the real env (the pure-Python toy suite's: the trainer under test, not the simulator; GRPO on
+ScienceWorld is test_grpo_v2's and test_trl_bridge's) with a tiny random Llama that uses SmolLM2's real tokenizer
+and chat template: parameters change, the loss is finite, only the policy's decision tokens carry loss, a group
+shares its region and episodes, a resumed run takes the same next step as an uninterrupted one, the drop grammar
+commits what was not dropped and the ops grammar the groups' ops."""
 from __future__ import annotations
 
 import dataclasses
@@ -31,12 +31,16 @@ def _trainable(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
 
 
-def test_grpo_step_updates_policy_and_only_decision_tokens_carry_loss(tiny_model_dir: Path, tmp_path: Path) -> None:
-    trainer = GRPOTrainer(_config(tiny_model_dir, tmp_path, num_generations=2))  # a group of 2 (CI time)
+def test_grpo_step_updates_policy_and_only_decision_tokens_carry_loss(tiny_model_dir: Path, toy_inprocess: dict,
+                                                                      tmp_path: Path) -> None:
+    """On the toy suite (the step's masks, log-probs and update are under test; this collector's rollouts on
+    ScienceWorld are test_grpo_v2's, GRPO steps on it test_trl_bridge's: CI time)."""
+    trainer = GRPOTrainer(_config(tiny_model_dir, tmp_path, num_generations=3, env_overrides=toy_inprocess,
+                                  min_region_entries=2))
     try:
         before = _trainable(trainer.model)
         resets = trainer.resets(0)
-        rollouts = trainer.collector.collect(resets, 2, torch.Generator().manual_seed(0))
+        rollouts = trainer.collector.collect(resets, 3, torch.Generator().manual_seed(0))
         # the group shares one reset: same region (prompt), same bank v0 and the same evaluation episodes
         assert len({tuple(r.tokens[: r.prompt_len]) for r in rollouts}) == 1
         assert len({r.info["bank_before"] for r in rollouts}) == 1
