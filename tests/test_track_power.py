@@ -16,23 +16,33 @@ from dreamer_gym.studies.track_power import (
     DOCS,
     GENERATED,
     TrackPowerConfig,
+    _pair_record,
     docs_blocks,
     fill_blocks,
     load_track_data,
     mdd,
     predicted_se,
     run,
+    sizing,
     variance_components,
 )
 
 RESULTS = Path(__file__).resolve().parents[1] / "leaderboards" / "results"
 
 
+# The docs' generated tables are the summary and the neighbouring pairs, made at the default settings; no sizing
+# table is among them (test_the_docs_power_tables_are_generated_from_the_committed_rows checks so), so the docs'
+# records are made with one sizing design (its bootstraps at 8 bank counts were a third of the cost) and the sizing
+# table is checked on its own at fewer replicates (SIZING).
+DOCS_CONFIG = TrackPowerConfig(design_banks=(3,), design_episodes=(0,), design_families=(0,))
+SIZING = TrackPowerConfig(reps=500)
+
+
 @pytest.fixture(scope="module")
 def built() -> tuple[dict, dict]:
-    """Every shipped track's record at the default settings (what the docs' generated tables are made from), and
-    the track data each record was made from (``load_track_data``'s own, as ``run`` loaded it: its board's bootstrap
-    is most of the cost, so it is built once)."""
+    """Every shipped track's record at the default settings but the sizing designs (what the docs' generated tables
+    are made from), and the track data each record was made from (``load_track_data``'s own, as ``run`` loaded it:
+    its board's bootstrap is most of the cost, so it is built once)."""
     from dreamer_gym.studies import track_power
 
     loaded: dict[str, tuple[Path, object]] = {}
@@ -43,7 +53,7 @@ def built() -> tuple[dict, dict]:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(track_power, "load_track_data", load_and_keep)
-        records = run(DOC_TRACKS, progress=False)
+        records = run(DOC_TRACKS, config=DOCS_CONFIG, progress=False)
     return records, loaded
 
 
@@ -64,6 +74,8 @@ def test_the_docs_power_tables_are_generated_from_the_committed_rows(records: di
         found.update(names)
         assert fill_blocks(text, blocks) == text, f"{path}: a generated block is stale; rerun --write-docs"
     assert {"power-summary", "power-pairs-scienceworld"} <= found <= set(blocks)
+    # what DOCS_CONFIG changes (the sizing designs) is in no generated block of the docs
+    assert not any(name.startswith("power-sizing") for name in found)
 
 
 def test_every_neighbouring_pair_is_the_boards_comparison_with_its_mdd(built: tuple[dict, dict]) -> None:
@@ -87,11 +99,23 @@ def test_every_neighbouring_pair_is_the_boards_comparison_with_its_mdd(built: tu
     assert y["spread"] == spreads[len(spreads) // 2]
 
 
-def test_the_sizing_bootstrap_at_the_tracks_own_banks_is_the_pairs_mdd(records: dict) -> None:
-    r = records["scienceworld"]
-    table = r["sizing"]["table"]
+@pytest.fixture(scope="module")
+def sized(built: tuple[dict, dict]) -> tuple[dict, dict]:
+    """The scienceworld record's sizing at the default designs (SIZING's replicates), and its yardstick pair's
+    record at the same replicates."""
+    records, loaded = built
+    r, data = records["scienceworld"], loaded["scienceworld"][1]
+    pair = next(c for c in data.board.comparisons if (c.name, c.above) == (r["yardstick"]["row"],
+                                                                            r["yardstick"]["above"]))
+    x, y = data.cells[pair.name], data.cells[pair.above]
+    return sizing(data, x, y, SIZING), _pair_record(pair, x, y, SIZING)
+
+
+def test_the_sizing_bootstrap_at_the_tracks_own_banks_is_the_pairs_mdd(sized: tuple[dict, dict]) -> None:
+    s, yardstick = sized
+    table = s["table"]
     own = next(t for t in table if t["banks"] == 40 and "mdd_bootstrap" in t)
-    assert own["mdd_bootstrap"] == pytest.approx(r["yardstick"]["mdd_mean"])
+    assert own["mdd_bootstrap"] == pytest.approx(yardstick["mdd_mean"])
     for key in ("mdd_bootstrap", "mdd_iqm_bootstrap"):
         boot = [t[key] for t in table if key in t]
         assert len(boot) == 8 and boot == sorted(boot, reverse=True)
@@ -117,8 +141,8 @@ def test_crossed_variations_set_a_floor_that_banks_cannot_lower() -> None:
     assert paired_se(d, zero, mean_difference) > 0.1 and paired_se(d.matrix(), zero.matrix(), mean_difference) < 1e-12
 
 
-def test_deterministic_under_a_seed() -> None:
-    data = load_track_data("alfworld-gen", RESULTS)
+def test_deterministic_under_a_seed(built: tuple[dict, dict]) -> None:
+    data = built[1]["alfworld-gen"][1]  # load_track_data("alfworld-gen", RESULTS), as the records were made from
     x, y = (data.cells[n] for n in list(data.cells)[:2])
     assert paired_se(x, y, reps=1000, seed=7) == paired_se(x, y, reps=1000, seed=7)
     assert paired_se(x, y, reps=1000, seed=7) != paired_se(x, y, reps=1000, seed=8)
