@@ -21,10 +21,14 @@ EXAMPLES = sorted((ROOT / "docs" / "examples").glob("*.py"))
 # tests/envs/test_parallel_env.py) and Ray against in-process (~11 s, most of it Ray's start;
 # tests/test_ray_executor.py::test_ray_results_equal_the_local_executors_on_the_same_seeds), and the async vector env
 # (~7 s; tests/envs/test_vector_env.py plays keep and commit on SharedAsyncVectorEnv, the make_vec entry point, against
-# separate envs). The quickstarts, the plug-ins and the leaderboard submission stay in CI: every family of examples
-# (the env, bring your own, the leaderboard) runs there.
+# separate envs). Since issue 40, session 4: the MiniWoB quickstart (~8 s, most of it Chromium's start;
+# tests/suites/test_miniwob.py plays the same loop on login-user in a real Chromium: the gold path typed into named
+# fields, `test_gold_path_solves_seeded_dev_tasks[login-user]`, and a bad action as an observation,
+# `test_bad_actions_are_explained_and_change_nothing`). The quickstart, the plug-ins and the leaderboard submission
+# stay in CI: every family of examples (the env, bring your own, the leaderboard) runs there.
 HEAVY_EXAMPLES = frozenset({"llm_quickstart.py", "byo_sb3.py", "verifiers_episode.py", "byo_openenv.py",
-                            "byo_oplevel.py", "parallel_env.py", "ray_executor.py", "vector_env.py"})
+                            "byo_oplevel.py", "parallel_env.py", "ray_executor.py", "vector_env.py",
+                            "miniwob_quickstart.py"})
 # the command-line arguments an example runs with here, where its docstring offers a smaller run
 EXAMPLE_ARGV = {"leaderboard_submit.py": ["1"]}  # one bank, not two: half the episodes of each of its three runs
 
