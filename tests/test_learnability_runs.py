@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from dreamer_gym.studies.learnability import (
     variation_folds,
 )
 from dreamer_gym.studies.record_log import RecordLog, open_log
+from warm_executor import warm_executor
 
 ROOT = Path(__file__).resolve().parents[1]
 # two family regions, two rules, one draw, cross-fitted on halves of the variations, each commit scored on one
@@ -102,20 +104,28 @@ def test_the_command_takes_the_long_run_flags() -> None:
     assert (args.max_jobs, args.summarise_only, vars(args)["learnability.fold_by"]) == (5, True, "variation")
 
 
+@pytest.fixture()
+def study() -> Iterator[LearnabilityConfig]:
+    """SMALL on an in-process service whose three runs (whole, cut, resumed) play on one warm simulator: the log
+    is under test here, not the service's isolation (both are free fields: the records are the same)."""
+    with warm_executor() as executor:
+        yield replace(SMALL, env_kwargs={**SMALL.env_kwargs, "service": "inprocess", "executor": executor})
+
+
 @pytest.mark.jvm
-def test_a_cut_study_resumes_to_the_records_of_one_uninterrupted_run(tmp_path: Path) -> None:
-    whole = run(SMALL, tmp_path / "whole", progress=False)
+def test_a_cut_study_resumes_to_the_records_of_one_uninterrupted_run(tmp_path: Path, study: LearnabilityConfig) -> None:
+    whole = run(study, tmp_path / "whole", progress=False)
     assert whole["progress"]["complete"] and whole["regions"] == 2
 
     cut = tmp_path / "cut"
-    assert run(SMALL, cut, progress=False, max_jobs=3) == {"progress": {
+    assert run(study, cut, progress=False, max_jobs=3) == {"progress": {
         "records": 3, "jobs": 4, "regions": 1, "of_regions": 2, "complete": False}}
     assert not (cut / "learnability.json").exists()  # the tables wait for every job
     with (cut / LOG_NAME).open("ab") as f:
         f.write(b'{"kind":"record","family":"use-thermo')  # killed mid-write
     with pytest.raises(ConfigError, match=r"`rules`: the log has \[\"keep-all\", \"empty\"\], this run"):
-        run(replace(SMALL, rules=("keep-all", "dedupe")), cut, progress=False)  # refused before the simulator
-    resumed = run(SMALL, cut, progress=False)
+        run(replace(study, rules=("keep-all", "dedupe")), cut, progress=False)  # refused before the simulator
+    resumed = run(study, cut, progress=False)
     got, want = (json.loads((d / "learnability.json").read_text()) for d in (cut, tmp_path / "whole"))
     assert without_timing(got["records"]) == without_timing(want["records"]) and len(got["records"]) == 4
     assert got["regions"] == want["regions"] and resumed["gap"] == whole["gap"]
@@ -124,10 +134,10 @@ def test_a_cut_study_resumes_to_the_records_of_one_uninterrupted_run(tmp_path: P
     # the cross-fit on disjoint halves of each region's variations: the halves share no variation, and together
     # they give back the record's reward (their rewards weighted by their episode counts)
     records = got["records"]
-    table, split = variation_folds(records, [("use-thermometer", 0), ("use-thermometer", 1)], list(SMALL.rules), 1, 0)
+    table, split = variation_folds(records, [("use-thermometer", 0), ("use-thermometer", 1)], list(study.rules), 1, 0)
     assert whole["folds"]["episodes_per_fold"] == split["episodes_per_fold"] and min(split["episodes_per_fold"]) > 0
     for i, bank in enumerate((0, 1)):
-        for j, rule in enumerate(SMALL.rules):
+        for j, rule in enumerate(study.rules):
             (rec,) = [r for r in records if (r["bank"], r["rule"]) == (bank, rule)]
             eps = [dict(zip(EPISODE_FIELDS, e)) for e in rec["episodes"]]
             folds = fold_map([(e["family"], e["variation"]) for e in eps], 2, seed=0, carry=True)
@@ -145,12 +155,12 @@ def test_a_cut_study_resumes_to_the_records_of_one_uninterrupted_run(tmp_path: P
     header["regions"].append(["use-thermometer", 2])  # a third region with no record yet
     partial.mkdir()
     (partial / LOG_NAME).write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
-    summary = summarise_log(partial, replace(SMALL, draws=3), given=())  # the log's study, not the config's
+    summary = summarise_log(partial, replace(study, draws=3), given=())  # the log's study, not the config's
     assert summary["progress"] == {"records": 4, "jobs": 6, "regions": 2, "of_regions": 3, "complete": False}
     assert summary["gap"] == whole["gap"] and summary["draws"] == 1
     assert (partial / "learnability.md").read_text().startswith("**Partial**: 2 of 3 regions complete (4 of 6")
     with pytest.raises(ConfigError, match="`banks`: the log has"):
-        summarise_log(partial, replace(SMALL, banks=(5, 6)), given=("banks",))
+        summarise_log(partial, replace(study, banks=(5, 6)), given=("banks",))
 
 
 @pytest.mark.heavy
