@@ -36,7 +36,8 @@ from dreamer_gym.leaderboard.similarity import reference_blocks
 from dreamer_gym.leaderboard.validate import NEAR_COPY, check_data, reported_columns, validate
 from dreamer_gym.leaderboard.verify import run_sandboxed, verified_record
 
-from red_team_draw import FRESH_SEED, STORED_HASH, FreshDraw, acquire_fresh
+import red_team_draw
+from red_team_draw import FRESH_SEED, STORED_HASH, FreshDraw, acquire_fresh, make_fresh_draw
 from typed_in import margin_line, paraphrase, paraphrased_texts, word_overlap, write_attack
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -151,6 +152,16 @@ def test_the_paraphrase_of_the_committed_oracle_passes_the_rescored_checks_and_n
         assert review["needs_review"], review["reason"]
         assert {r["family"] for r in review["regions"]} <= LIFESPAN
         assert "read like reference 'oracle'" in review["reason"]
+
+
+@pytest.fixture(scope="module")
+def fresh_draw(tmp_path_factory: pytest.TempPathFactory) -> FreshDraw:
+    """The red team's fresh draw (tests/red_team/conftest.py) on one in-family episode a region and none of other
+    families: the attack's verdict is read from its banks, not its score (the score still comes from real
+    episodes), so the oracle's run and the attack's play a third of the draw's episodes."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(red_team_draw, "EPISODES", {"eval_in_family": 1, "eval_other": 0})
+        return make_fresh_draw(tmp_path_factory.mktemp("fresh-draw").resolve())
 
 
 @pytest.fixture(scope="module")
