@@ -118,7 +118,7 @@ def test_the_sizing_bootstrap_at_the_tracks_own_banks_is_the_pairs_mdd(sized: tu
     assert own["mdd_bootstrap"] == pytest.approx(yardstick["mdd_mean"])
     for key in ("mdd_bootstrap", "mdd_iqm_bootstrap"):
         boot = [t[key] for t in table if key in t]
-        assert len(boot) == 8 and boot == sorted(boot, reverse=True)
+        assert len(boot) == 8 and boot == sorted(boot, reverse=True) and boot[0] > boot[-1]
     for key in ("mdd", "mdd_track"):
         by_banks = [t[key] for t in table if t["episodes_per_region"] == 20 and t["families"] == 4]
         assert by_banks == sorted(by_banks, reverse=True) and by_banks[0] > by_banks[-1]
