@@ -43,24 +43,16 @@ def test_vf_eval_plays_a_scripted_episode_with_the_gym_envs_reward(tmp_path: Pat
     and records the env's reward, which equals gym's on the same seed and calls."""
     seed, family = 1, "use-thermometer"
     calls = scripted_calls(seed, family, **SMALL)
-    log = tmp_path / "vf-eval.log"
-    with ScriptedModel(calls) as model, log.open("w") as out:
-        proc = subprocess.Popen(
+    with ScriptedModel(calls) as model:
+        proc = subprocess.run(
             [str(VF_EVAL), "dreamer-gym-verifiers", "-m", "scripted", "--client.base-url", model.base_url,
              "--env.taskset.env-id", ENV_ID, "--env.taskset.seeds", str(seed), "--env.taskset.families", family,
              "--env.taskset.env-kwargs", json.dumps(SMALL["env_kwargs"]), "--env.taskset.experiment", "True",
-             "--no-push", "-o", str(tmp_path / "run")], stdout=out, stderr=subprocess.STDOUT)
-        try:
-            # gym's reward on the same seed and calls, computed while vf-eval starts and plays (issue 40: CI time)
-            expected = gym_reward(seed, family, calls, **SMALL)
-            proc.wait(timeout=900)  # ~30 s alone; a loaded 2-core machine may take 10x
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+             "--no-push", "-o", str(tmp_path)],
+            capture_output=True, text=True, timeout=900)  # ~30 s alone; a loaded 2-core machine may take 10x
         answered, seen = model.requests, [m["content"] for m in model.last_messages if m["role"] == "user"]
-    assert proc.returncode == 0, log.read_text()[-3000:]
-    [episode] = _episodes(tmp_path / "run")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [episode] = _episodes(tmp_path)
     [trace] = episode["traces"]
     assert trace["errors"] == [] and episode["errors"] == [], (trace["errors"], episode["errors"])
     assert trace["info"]["calls"] == calls, "the env must take the model's replies as its tool calls, unchanged"
@@ -70,7 +62,7 @@ def test_vf_eval_plays_a_scripted_episode_with_the_gym_envs_reward(tmp_path: Pat
     assert "ERROR" in seen[2] and "3 in the new region" in seen[3], seen
     assert trace["metrics"]["invalid_calls"] == 1 and trace["metrics"]["committed"] == 1
     reward = trace["rewards"]["consolidation_reward"]["score"]
-    assert reward == expected
+    assert reward == gym_reward(seed, family, calls, **SMALL)
     assert trace["info"]["commit"]["comparable"] is False  # an experiment on the id says so
 
 
