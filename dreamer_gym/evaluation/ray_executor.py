@@ -91,6 +91,20 @@ class _Actor:
     batches: list[Any] = field(default_factory=list)  # object refs of the batches it holds
 
 
+def _attach_local_auth_token() -> None:
+    """Send this machine's Ray token (``~/.ray/auth_token``) when connecting to a cluster by address, as ``ray start
+    --head`` does when it starts one. Since Ray 2.59 a head started where that token exists requires it, while
+    ``ray.init(address=...)`` leaves the client's auth mode unset and sends none (InvalidAuthToken), unless an
+    earlier ``ray.init()`` in the process happened to turn token mode on. ``RAY_AUTH_MODE``, when set, wins."""
+    try:
+        from ray._private.authentication.authentication_token_setup import (
+            maybe_enable_token_auth_if_token_available,
+        )
+    except ImportError:  # a Ray without token authentication
+        return
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+
+
 class RayExecutor:
     """See the module docstring. ``actors`` is the number of warm simulators; ``batch_size`` the episodes per
     remote call (None: about four batches per actor per call, at most 16 episodes each); ``cpus_per_actor``
@@ -190,6 +204,7 @@ class RayExecutor:
         if ray.is_initialized():
             return
         if self.address:
+            _attach_local_auth_token()
             ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
             return
         # a new local instance ("local": never the last `ray start` cluster Ray would otherwise look for), with as
