@@ -79,6 +79,31 @@ def run_rows(track_path: Path, out: Path, rows: Sequence[str], workers: int = 1)
     return times
 
 
+def as_submission(out: Path, track: str, row: str) -> dict[str, Any]:
+    """A staged row's committed banks in the shape the board's columns read (a submission's track block)."""
+    data = json.loads(row_file(out, track, row).read_text())
+    with gzip.open(out / "commits" / track / f"{row_file(out, track, row).stem}.json.gz", "rt") as f:
+        regions = json.load(f)
+    return {"consolidator": data["consolidator"], "tracks": [{"track": track, "regions": regions}]}
+
+
+def columns(out: Path, track_name: str, rows: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The board's reported columns of staged rows (``grounding``, ``reader_similarity`` against the oracle's
+    banks, the ``review`` verdict), as ``leaderboard validate`` would write them; pure text, no simulator."""
+    from dreamer_gym.leaderboard.validate import reported_columns
+
+    track = load_track(out / "tracks" / f"{track_name}.yaml", draft=True)
+    assert isinstance(track, Track)
+    references = [as_submission(out, track_name, r) for r in REFERENCES if row_file(out, track_name, r).exists()]
+    found = {}
+    for row in rows:
+        found[row] = reported_columns(as_submission(out, track_name, row), track, references)
+        (out / "columns" / track_name).mkdir(parents=True, exist_ok=True)
+        (out / "columns" / track_name / f"{row_file(out, track_name, row).stem}.json").write_text(
+            json.dumps(found[row], indent=1))
+    return found
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -87,8 +112,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--rows", nargs="+", required=True)
     r.add_argument("--workers", type=int, default=1)
+    c = sub.add_parser("columns")
+    c.add_argument("track_name")
+    c.add_argument("--out", type=Path, required=True)
+    c.add_argument("--rows", nargs="+", required=True)
     args = p.parse_args(argv)
-    run_rows(args.track, args.out, args.rows, args.workers)
+    if args.cmd == "run":
+        run_rows(args.track, args.out, args.rows, args.workers)
+    else:
+        for row, found in columns(args.out, args.track_name, args.rows).items():
+            print(row, json.dumps({k: v for k, v in found.items() if k != "review"})[:600], flush=True)
     return 0
 
 
