@@ -12,7 +12,8 @@ folder as it reads an archive::
     dreamer-gym learnability --track scienceworld --archive research/results/issue40/protocol4
 
 Every episode a row plays goes into the re-scoring cache (``dreamer_gym.leaderboard.rescore_cache``), so when
-protocol 4 ships, submitting and validating the same rules for real replays nothing but their consolidation.
+protocol 4 ships, submitting and validating the same rules for real replays nothing but their consolidation, as
+long as the episode code is unchanged since (the cache is named by a fingerprint of it; an edit gives a cold cache).
 """
 from __future__ import annotations
 
